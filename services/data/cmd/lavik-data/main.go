@@ -1,0 +1,145 @@
+// Command lavik-data runs a Lavik data node: a Redis-compatible server whose key index lives in
+// memory and whose values live in a value log on SSD.
+//
+//	lavik-data [config-file] [--option value ...]
+//
+// It takes redis-server's style of arguments; --help lists every option.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/server"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg, err := config.Parse(args)
+	switch {
+	case errors.Is(err, config.ErrHelp):
+		fmt.Print(config.Usage("lavik-data"))
+		return 0
+	case errors.Is(err, config.ErrVersion):
+		fmt.Printf("lavik-data %s (Redis %s compatible)\n", commands.Version, commands.RedisVersion)
+		return 0
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "lavik-data: %v\n", err)
+		return 1
+	}
+	configFile := ""
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		configFile = args[0]
+	}
+
+	level := new(slog.LevelVar)
+	level.Set(logLevel(cfg.Get("loglevel")))
+	var out io.Writer = os.Stderr
+	if p := cfg.Get("logfile"); p != "" {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lavik-data: open logfile: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		out = f
+	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	if p := cfg.Get("pidfile"); p != "" {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			log.Error("cannot write pidfile", "path", p, "err", err)
+			return 1
+		}
+		defer os.Remove(p)
+	}
+
+	fsync, _ := vlog.ParseFsync(cfg.Get("appendfsync"))
+	engine, err := vlog.NewEngine(cfg.Get("io-engine"), int(cfg.Int("io-depth")))
+	if err != nil {
+		log.Error("cannot start the io engine", "err", err)
+		return 1
+	}
+	defer engine.Close()
+
+	log.Info("loading data", "dir", cfg.Get("dir"), "shards", cfg.Shards(), "appendfsync", fsync.String(), "io_engine", engine.Name())
+	ks, err := keyspace.Open(keyspace.Options{
+		FS:          vfs.Default,
+		Dir:         cfg.Get("dir"),
+		Shards:      cfg.Shards(),
+		SegmentSize: cfg.Int("segment-size"),
+		Engine:      engine,
+		Fsync:       fsync,
+		Databases:   int(cfg.Int("databases")),
+		Logger:      log,
+	})
+	if err != nil {
+		log.Error("cannot open the data directory", "dir", cfg.Get("dir"), "err", err)
+		return 1
+	}
+	st := ks.Stats()
+	log.Info("data loaded", "keys", st.Keys, "seconds", fmt.Sprintf("%.3f", ks.LoadTime().Seconds()), "segments", st.Log.Segments)
+
+	srv := server.New(server.Options{Config: cfg, Keyspace: ks, Logger: log, ConfigFile: configFile})
+	cfg.OnChange(func(name, value string) {
+		if name == "loglevel" {
+			level.Set(logLevel(value))
+		}
+		srv.ConfigChanged(name, value)
+	})
+	if err := srv.Listen(); err != nil {
+		log.Error("cannot listen", "err", err)
+		ks.Close()
+		return 1
+	}
+	log.Info("ready to accept connections", "addr", srv.Addr().String(), "version", commands.Version)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve() }()
+	code := 0
+	select {
+	case sig := <-sigs:
+		log.Info("received signal, shutting down", "signal", sig.String())
+	case <-srv.Done():
+		log.Info("shutdown requested by a client")
+	case err := <-serveErr:
+		log.Error("server stopped", "err", err)
+		code = 1
+	}
+	srv.Close()
+	if err := ks.Close(); err != nil {
+		log.Error("closing the keyspace failed; the last writes may not be durable", "err", err)
+		return 1
+	}
+	log.Info("lavik-data stopped; every acknowledged write is on disk")
+	return code
+}
+
+func logLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "verbose":
+		return slog.LevelDebug + 2
+	case "warning":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}

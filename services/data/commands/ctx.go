@@ -1,0 +1,209 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// RedisVersion is the Redis version whose commands and replies lavik-data follows; clients read
+// it from INFO and HELLO to decide which features they may use.
+const RedisVersion = "7.0.15"
+
+// Version is Lavik's own version.
+const Version = "0.1.0"
+
+// ReplyMode is CLIENT REPLY's state.
+type ReplyMode int32
+
+// Reply modes.
+const (
+	ReplyOn ReplyMode = iota
+	ReplyOff
+	ReplySkip // skip the next command's reply
+)
+
+// Client is one connection's state. Fields read by other connections (CLIENT LIST, KILL) are
+// atomic or behind mu; the rest belong to the connection's goroutine.
+type Client struct {
+	ID      int64
+	Addr    string
+	LAddr   string
+	Created time.Time
+	// Close closes the connection from another goroutine (CLIENT KILL, shutdown).
+	Close func()
+
+	DB        atomic.Int32
+	Authed    bool
+	Proto     atomic.Int32
+	ReplyMode ReplyMode
+	// SkipNext is set by CLIENT REPLY SKIP: the next command's reply is dropped.
+	SkipNext bool
+	NoEvict  atomic.Bool
+	// CloseAfterReply makes the connection close once the pending replies are written (QUIT).
+	CloseAfterReply bool
+
+	LastActive atomic.Int64 // unix ms of the last command
+	QueryBuf   atomic.Int64 // bytes buffered and not yet parsed
+	OutBuf     atomic.Int64 // bytes of replies not yet written
+	mu         sync.Mutex
+	name       string
+	lastCmd    string
+}
+
+// Name returns the client's name (CLIENT SETNAME).
+func (cl *Client) Name() string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.name
+}
+
+// SetName sets the client's name.
+func (cl *Client) SetName(n string) {
+	cl.mu.Lock()
+	cl.name = n
+	cl.mu.Unlock()
+}
+
+// SetLastCmd records the last command's full name, for CLIENT LIST.
+func (cl *Client) SetLastCmd(n string) {
+	cl.mu.Lock()
+	cl.lastCmd = n
+	cl.mu.Unlock()
+}
+
+// Info formats the client as one CLIENT LIST / CLIENT INFO line (without the newline).
+func (cl *Client) Info(now time.Time) string {
+	cl.mu.Lock()
+	name, last := cl.name, cl.lastCmd
+	cl.mu.Unlock()
+	if last == "" {
+		last = "NULL"
+	}
+	flags := "N"
+	if cl.NoEvict.Load() {
+		flags = "e"
+	}
+	age := int64(now.Sub(cl.Created).Seconds())
+	idle := (now.UnixMilli() - cl.LastActive.Load()) / 1000
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=-1 qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
+		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
+}
+
+// ServerStats are the server-level figures INFO reports.
+type ServerStats struct {
+	Started                  time.Time
+	Port                     int
+	ConfigFile               string
+	Executable               string
+	RunID                    string
+	ConnectionsReceived      uint64
+	CommandsProcessed        uint64
+	RejectedConnections      uint64
+	NetInputBytes            uint64
+	NetOutputBytes           uint64
+	OpsPerSec                int64
+	ProtocolErrors           uint64
+	ConnectedClients         int64
+	TotalErrorReplies        uint64
+	UnexpectedErrorReplies   uint64
+	ClientQueryBufLimitKills uint64
+}
+
+// Server is what handlers need from the server that owns the connections.
+type Server interface {
+	Config() *config.Config
+	// Clients returns a snapshot of the connected clients.
+	Clients() []*Client
+	Stats() ServerStats
+	// ResetStats clears the counters CONFIG RESETSTAT resets.
+	ResetStats()
+	// Shutdown stops the server once the current reply is written.
+	Shutdown()
+}
+
+// Ctx is one command invocation.
+type Ctx struct {
+	Args   [][]byte
+	W      *resp.Writer
+	Client *Client
+	Srv    Server
+	KS     *keyspace.Keyspace
+	Sess   *keyspace.Session
+	Cmd    *Command
+	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
+	Failed bool
+}
+
+// DB is the client's selected database.
+func (c *Ctx) DB() int { return int(c.Client.DB.Load()) }
+
+// OK replies +OK.
+func (c *Ctx) OK() { c.W.Simple("OK") }
+
+// Error is a Redis error reply: the full line without the leading '-', starting with its code
+// (ERR, WRONGTYPE, NOAUTH, ...).
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// Errors replied by several commands, with Redis 7's exact texts.
+const (
+	ErrSyntax        Error = "ERR syntax error"
+	ErrNotInt        Error = "ERR value is not an integer or out of range"
+	ErrNotFloat      Error = "ERR value is not a valid float"
+	ErrWrongType     Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNoSuchKey     Error = "ERR no such key"
+	ErrOverflow      Error = "ERR increment or decrement would overflow"
+	ErrDBIndex       Error = "ERR DB index is out of range"
+	ErrSameObject    Error = "ERR source and destination objects are the same"
+	ErrNoAuth        Error = "NOAUTH Authentication required."
+	ErrWrongPass     Error = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrStringTooLong Error = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffset        Error = "ERR offset is out of range"
+	ErrInvalidCursor Error = "ERR invalid cursor"
+)
+
+// ErrInvalidExpire is "invalid expire time in '<cmd>' command".
+func ErrInvalidExpire(cmd string) Error {
+	return Error("ERR invalid expire time in '" + cmd + "' command")
+}
+
+// Err replies with err translated to a RESP error line. This is the one place where Go errors
+// become protocol errors.
+func (c *Ctx) Err(err error) {
+	c.Failed = true
+	c.W.Error(ErrorLine(err))
+}
+
+// ErrorLine translates an error to the text of a RESP error reply.
+func ErrorLine(err error) string {
+	var re Error
+	switch {
+	case errors.As(err, &re):
+		return string(re)
+	case errors.Is(err, vlog.ErrCorrupt):
+		return "ERR lavik: the value's record on disk failed verification and was not served (see the server log)"
+	}
+	var le *vlog.WriteError
+	if errors.As(err, &le) {
+		return "MISCONF lavik: writing the value log failed: " + le.Unwrap().Error()
+	}
+	return "ERR lavik: " + strings.TrimPrefix(err.Error(), "keyspace: ")
+}
+
+// argErr builds a reply error naming the command (wrong arity and friends).
+func arityErr(name string) Error {
+	return Error("ERR wrong number of arguments for '" + name + "' command")
+}
+
+// ArityError is the error for a wrong argument count.
+func ArityError(cmd *Command) Error { return arityErr(cmd.Name) }

@@ -1,0 +1,268 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// infoSections lists INFO's sections in order; "default" omits commandstats as Redis does.
+var infoSections = []struct {
+	name      string
+	isDefault bool
+	write     func(c *Ctx, b *strings.Builder)
+}{
+	{"server", true, infoServer},
+	{"clients", true, infoClients},
+	{"memory", true, infoMemory},
+	{"persistence", true, infoPersistence},
+	{"stats", true, infoStats},
+	{"replication", true, infoReplication},
+	{"cpu", true, infoCPU},
+	{"commandstats", false, infoCommandstats},
+	{"keyspace", true, infoKeyspace},
+}
+
+func infoCmd(c *Ctx) {
+	want := map[string]bool{}
+	all, everything := false, false
+	for _, a := range c.Args[1:] {
+		s := strings.ToLower(string(a))
+		switch s {
+		case "all":
+			all = true
+		case "everything":
+			everything = true
+		case "default":
+			for _, sec := range infoSections {
+				if sec.isDefault {
+					want[sec.name] = true
+				}
+			}
+		default:
+			want[s] = true
+		}
+	}
+	if len(c.Args) == 1 {
+		for _, sec := range infoSections {
+			want[sec.name] = sec.isDefault
+		}
+	}
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !(all || everything || want[sec.name]) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		sec.write(c, &b)
+	}
+	c.W.Verbatim("txt", b.String())
+}
+
+func kv(b *strings.Builder, k string, v any) {
+	fmt.Fprintf(b, "%s:%v\r\n", k, v)
+}
+
+func infoServer(c *Ctx, b *strings.Builder) {
+	st := c.Srv.Stats()
+	up := time.Since(st.Started)
+	var uts syscall.Utsname
+	osName := runtime.GOOS
+	if syscall.Uname(&uts) == nil {
+		osName = fmt.Sprintf("%s %s %s", utsString(uts.Sysname[:]), utsString(uts.Release[:]), utsString(uts.Machine[:]))
+	}
+	kv(b, "redis_version", RedisVersion)
+	kv(b, "lavik_version", Version)
+	kv(b, "redis_mode", "standalone")
+	kv(b, "os", osName)
+	kv(b, "arch_bits", strconv.IntSize)
+	kv(b, "go_version", runtime.Version())
+	kv(b, "process_id", os.Getpid())
+	kv(b, "run_id", st.RunID)
+	kv(b, "tcp_port", st.Port)
+	kv(b, "server_time_usec", time.Now().UnixMicro())
+	kv(b, "uptime_in_seconds", int64(up.Seconds()))
+	kv(b, "uptime_in_days", int64(up.Hours()/24))
+	kv(b, "hz", 10)
+	kv(b, "executable", st.Executable)
+	kv(b, "config_file", st.ConfigFile)
+	ks := c.KS.Stats()
+	kv(b, "lavik_shards", ks.Shards)
+	kv(b, "lavik_io_engine", ks.EngineName)
+}
+
+func utsString(a []int8) string {
+	var sb strings.Builder
+	for _, ch := range a {
+		if ch == 0 {
+			break
+		}
+		sb.WriteByte(byte(ch))
+	}
+	return sb.String()
+}
+
+func infoClients(c *Ctx, b *strings.Builder) {
+	st := c.Srv.Stats()
+	kv(b, "connected_clients", st.ConnectedClients)
+	kv(b, "maxclients", c.Srv.Config().Get("maxclients"))
+	kv(b, "blocked_clients", 0)
+}
+
+func humanBytes(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "K", "M", "G", "T"} {
+		if f < 1024 || u == "T" {
+			return strconv.FormatFloat(f, 'f', 2, 64) + u
+		}
+		f /= 1024
+	}
+	return ""
+}
+
+// RSS returns the process's resident set size from /proc/self/statm.
+func RSS() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+func infoMemory(c *Ctx, b *strings.Builder) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	used := int64(ms.HeapAlloc)
+	rss := RSS()
+	ks := c.KS.Stats()
+	kv(b, "used_memory", used)
+	kv(b, "used_memory_human", humanBytes(used))
+	kv(b, "used_memory_rss", rss)
+	kv(b, "used_memory_rss_human", humanBytes(rss))
+	kv(b, "used_memory_peak", ms.HeapSys)
+	kv(b, "total_system_memory", totalMemory())
+	kv(b, "maxmemory", 0)
+	kv(b, "maxmemory_policy", "noeviction")
+	kv(b, "mem_allocator", "go")
+	kv(b, "lavik_index_bytes", ks.IndexBytes)
+	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
+	kv(b, "lavik_gc_cycles", ms.NumGC)
+	kv(b, "lavik_gc_pause_total_ns", ms.PauseTotalNs)
+}
+
+func totalMemory() int64 {
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+func infoPersistence(c *Ctx, b *strings.Builder) {
+	ks := c.KS.Stats()
+	status := "ok"
+	if c.KS.WriteErr() != nil {
+		status = "err"
+	}
+	kv(b, "loading", 0)
+	kv(b, "async_loading", 0)
+	kv(b, "rdb_changes_since_last_save", 0)
+	kv(b, "rdb_bgsave_in_progress", 0)
+	kv(b, "rdb_last_bgsave_status", "ok")
+	kv(b, "aof_enabled", 1)
+	kv(b, "aof_rewrite_in_progress", 0)
+	kv(b, "aof_last_write_status", status)
+	kv(b, "appendfsync", c.Srv.Config().Get("appendfsync"))
+	kv(b, "lavik_load_time_sec", strconv.FormatFloat(ks.LoadTime, 'f', 3, 64))
+	kv(b, "lavik_segments", ks.Log.Segments)
+	kv(b, "lavik_disk_bytes", ks.Log.DiskBytes)
+	kv(b, "lavik_log_appends", ks.Log.Appends)
+	kv(b, "lavik_log_writes", ks.Log.Writes)
+	kv(b, "lavik_log_syncs", ks.Log.Syncs)
+	kv(b, "lavik_log_bytes_written", ks.Log.BytesWritten)
+	kv(b, "lavik_corrupt_records", ks.Log.Corrupt+ks.CorruptReads)
+	kv(b, "lavik_torn_tail_bytes_cut", ks.Log.TornBytesCut)
+}
+
+func infoStats(c *Ctx, b *strings.Builder) {
+	st := c.Srv.Stats()
+	ks := c.KS.Stats()
+	kv(b, "total_connections_received", st.ConnectionsReceived)
+	kv(b, "total_commands_processed", st.CommandsProcessed)
+	kv(b, "instantaneous_ops_per_sec", st.OpsPerSec)
+	kv(b, "total_net_input_bytes", st.NetInputBytes)
+	kv(b, "total_net_output_bytes", st.NetOutputBytes)
+	kv(b, "rejected_connections", st.RejectedConnections)
+	kv(b, "expired_keys", ks.ExpiredKeys)
+	kv(b, "evicted_keys", 0)
+	kv(b, "keyspace_hits", ks.Hits)
+	kv(b, "keyspace_misses", ks.Misses)
+	kv(b, "total_error_replies", st.TotalErrorReplies)
+	kv(b, "client_query_buffer_limit_disconnections", st.ClientQueryBufLimitKills)
+	kv(b, "lavik_protocol_errors", st.ProtocolErrors)
+	kv(b, "lavik_engine_reads", ks.Engine.Reads)
+	kv(b, "lavik_engine_read_bytes", ks.Engine.Bytes)
+	kv(b, "lavik_engine_batches", ks.Engine.Batches)
+	kv(b, "lavik_engine_errors", ks.Engine.Errors)
+}
+
+func infoReplication(c *Ctx, b *strings.Builder) {
+	st := c.Srv.Stats()
+	kv(b, "role", "master")
+	kv(b, "connected_slaves", 0)
+	kv(b, "master_failover_state", "no-failover")
+	kv(b, "master_replid", st.RunID)
+	kv(b, "master_replid2", strings.Repeat("0", 40))
+	kv(b, "master_repl_offset", 0)
+	kv(b, "second_repl_offset", -1)
+	kv(b, "repl_backlog_active", 0)
+}
+
+func infoCPU(c *Ctx, b *strings.Builder) {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	tv := func(t syscall.Timeval) string {
+		return strconv.FormatFloat(float64(t.Sec)+float64(t.Usec)/1e6, 'f', 6, 64)
+	}
+	kv(b, "used_cpu_sys", tv(ru.Stime))
+	kv(b, "used_cpu_user", tv(ru.Utime))
+}
+
+func infoCommandstats(c *Ctx, b *strings.Builder) {
+	for _, cmd := range AllWithSubcommands() {
+		calls := cmd.Stats.Calls.Load()
+		rej := cmd.Stats.Rejected.Load()
+		failed := cmd.Stats.Failed.Load()
+		if calls == 0 && rej == 0 && failed == 0 {
+			continue
+		}
+		usec := cmd.Stats.Usec.Load()
+		per := 0.0
+		if calls > 0 {
+			per = float64(usec) / float64(calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			cmd.Name, calls, usec, per, rej, failed)
+	}
+}
+
+func infoKeyspace(c *Ctx, b *strings.Builder) {
+	for db, d := range c.KS.Info() {
+		if d.Keys == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", db, d.Keys, d.Expires, d.AvgTTLMs)
+	}
+}

@@ -1,0 +1,484 @@
+package commands
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+func init() {
+	register(
+		&Command{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys that will be removed.", Summary: "Deletes one or more keys.", Handler: delCmd},
+		&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
+			Group: "generic", Since: "4.0.0", Complexity: "O(1) for each key removed regardless of its size.", Summary: "Asynchronously deletes one or more keys.", Handler: delCmd},
+		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys to check.", Summary: "Determines whether one or more keys exist.", Handler: existsCmd},
+		&Command{Name: "touch", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
+			Group: "generic", Since: "3.2.1", Complexity: "O(N) where N is the number of keys that will be touched.", Summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", Handler: existsCmd},
+		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Determines the type of value stored at a key.", Handler: typeCmd},
+		&Command{Name: "expire", Arity: -3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Sets the expiration time of a key in seconds.", Handler: expireCmd},
+		&Command{Name: "pexpire", Arity: -3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "2.6.0", Complexity: "O(1)", Summary: "Sets the expiration time of a key in milliseconds.", Handler: pexpireCmd},
+		&Command{Name: "expireat", Arity: -3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "1.2.0", Complexity: "O(1)", Summary: "Sets the expiration time of a key to a Unix timestamp.", Handler: expireatCmd},
+		&Command{Name: "pexpireat", Arity: -3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "2.6.0", Complexity: "O(1)", Summary: "Sets the expiration time of a key to a Unix milliseconds timestamp.", Handler: pexpireatCmd},
+		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Returns the expiration time in seconds of a key.", Handler: ttlCmd},
+		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "2.6.0", Complexity: "O(1)", Summary: "Returns the expiration time in milliseconds of a key.", Handler: pttlCmd},
+		&Command{Name: "expiretime", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "7.0.0", Complexity: "O(1)", Summary: "Returns the expiration time of a key as a Unix timestamp.", Handler: expiretimeCmd},
+		&Command{Name: "pexpiretime", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "7.0.0", Complexity: "O(1)", Summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", Handler: pexpiretimeCmd},
+		&Command{Name: "persist", Arity: 2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "2.2.0", Complexity: "O(1)", Summary: "Removes the expiration time of a key.", Handler: persistCmd},
+		&Command{Name: "rename", Arity: 3, Flags: FlagWrite, FirstKey: 1, LastKey: 2, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Renames a key and overwrites the destination.", Handler: renameCmd},
+		&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 2, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Renames a key only when the target key name doesn't exist.", Handler: renamenxCmd},
+		&Command{Name: "copy", Arity: -3, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 2, Step: 1,
+			Group: "generic", Since: "6.2.0", Complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", Summary: "Copies the value of a key to a new key.", Handler: copyCmd},
+		&Command{Name: "move", Arity: 3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Moves a key to another database.", Handler: moveCmd},
+		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "2.8.0",
+			Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+			Summary: "Iterates over the key names in the database.", Handler: scanCmd},
+		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly, Group: "generic", Since: "1.0.0",
+			Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+			Summary: "Returns all key names that match a pattern.", Handler: keysCmd},
+		&Command{Name: "randomkey", Arity: 1, Flags: FlagReadonly, Group: "generic", Since: "1.0.0", Complexity: "O(1)",
+			Summary: "Returns a random key name from the database.", Handler: randomkeyCmd},
+		&Command{Name: "object", Arity: -2, Group: "generic", Since: "2.2.3", Complexity: "Depends on subcommand.",
+			Summary: "A container for object introspection commands.",
+			Subcommands: map[string]*Command{
+				"encoding": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
+					Summary: "Returns the internal encoding of a Redis object.", Handler: objectEncodingCmd},
+				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "6.2.0", Complexity: "O(1)",
+					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
+			}},
+	)
+}
+
+func delCmd(c *Ctx) {
+	pos := make([]int, len(c.Args)-1)
+	for i := range pos {
+		pos[i] = i + 1
+	}
+	var n int64
+	err := c.KS.Update(c.Sess, c.keyArgs(pos...), func(tx *keyspace.Tx) error {
+		n = 0
+		for i := range pos {
+			if tx.Delete(i) {
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(n)
+}
+
+func existsCmd(c *Ctx) {
+	var n int64
+	for _, k := range c.Args[1:] {
+		if _, ok := c.KS.Lookup(c.DB(), k); ok {
+			n++
+		}
+	}
+	c.W.Int(n)
+}
+
+func typeCmd(c *Ctx) {
+	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	if !ok {
+		c.W.Simple("none")
+		return
+	}
+	c.W.Simple(keyspace.TypeName(m.Type))
+}
+
+// expireArgs are EXPIRE's parsed options.
+type expireArgs struct {
+	at             int64
+	nx, xx, gt, lt bool
+}
+
+func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error) {
+	var a expireArgs
+	n, err := intArg(c.Args[2])
+	if err != nil {
+		return a, err
+	}
+	for _, arg := range c.Args[3:] {
+		switch {
+		case is(arg, "NX"):
+			a.nx = true
+		case is(arg, "XX"):
+			a.xx = true
+		case is(arg, "GT"):
+			a.gt = true
+		case is(arg, "LT"):
+			a.lt = true
+		default:
+			return a, Error("ERR Unsupported option " + string(arg))
+		}
+	}
+	if a.nx && (a.xx || a.gt || a.lt) {
+		return a, Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+	}
+	if a.gt && a.lt {
+		return a, Error("ERR GT and LT options at the same time are not compatible")
+	}
+	// Redis allows zero and negative times here (the key is deleted); only overflow is invalid.
+	ms := n
+	if unit == unitSeconds {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return a, ErrInvalidExpire(c.Cmd.Name)
+		}
+		ms = n * 1000
+	}
+	if !absolute {
+		now := c.KS.Now()
+		if (ms > 0 && ms > math.MaxInt64-now) || (ms < 0 && ms < math.MinInt64+now) {
+			return a, ErrInvalidExpire(c.Cmd.Name)
+		}
+		ms += now
+	}
+	a.at = ms
+	return a, nil
+}
+
+func expireCmd(c *Ctx)    { expireGeneric(c, unitSeconds, false) }
+func pexpireCmd(c *Ctx)   { expireGeneric(c, unitMillis, false) }
+func expireatCmd(c *Ctx)  { expireGeneric(c, unitSeconds, true) }
+func pexpireatCmd(c *Ctx) { expireGeneric(c, unitMillis, true) }
+
+func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
+	a, err := parseExpireArgs(c, unit, absolute)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var set bool
+	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		set = false
+		m, ok := tx.Meta(0)
+		if !ok {
+			return nil
+		}
+		cur := m.ExpireAt // 0 = no TTL, which GT/LT treat as infinite
+		switch {
+		case a.nx && cur != 0, a.xx && cur == 0:
+			return nil
+		case a.gt && (cur == 0 || a.at <= cur):
+			return nil
+		case a.lt && cur != 0 && a.at >= cur:
+			return nil
+		}
+		if a.at <= tx.Now() {
+			tx.Delete(0)
+		} else {
+			tx.SetExpire(0, a.at)
+		}
+		set = true
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(set))
+}
+
+// ttlGeneric replies the TTL or expire time of key 1: -2 missing, -1 no expiry.
+func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
+	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	switch {
+	case !ok:
+		c.W.Int(-2)
+	case m.ExpireAt == 0:
+		c.W.Int(-1)
+	default:
+		c.W.Int(f(m.ExpireAt, c.KS.Now()))
+	}
+}
+
+func ttlCmd(c *Ctx) {
+	ttlGeneric(c, func(at, now int64) int64 { return (max(at-now, 0) + 500) / 1000 })
+}
+func pttlCmd(c *Ctx)        { ttlGeneric(c, func(at, now int64) int64 { return max(at-now, 0) }) }
+func expiretimeCmd(c *Ctx)  { ttlGeneric(c, func(at, _ int64) int64 { return (at + 500) / 1000 }) }
+func pexpiretimeCmd(c *Ctx) { ttlGeneric(c, func(at, _ int64) int64 { return at }) }
+
+func persistCmd(c *Ctx) {
+	var done bool
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, ok := tx.Meta(0)
+		done = ok && m.ExpireAt != 0
+		if done {
+			tx.SetExpire(0, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(done))
+}
+
+// moveValue copies key src to dst inside tx (value, type and TTL), optionally deleting src.
+func moveValue(tx *keyspace.Tx, src, dst int, deleteSrc bool) error {
+	m, _ := tx.Meta(src)
+	v, _, err := tx.Value(src)
+	if err != nil {
+		return err
+	}
+	if deleteSrc {
+		tx.Delete(src)
+	}
+	vtype := m.Type
+	if m.Raw {
+		vtype |= keyspace.RawHint
+	}
+	tx.Put(dst, v, m.ExpireAt, vtype)
+	return nil
+}
+
+func renameCmd(c *Ctx)   { renameGeneric(c, false) }
+func renamenxCmd(c *Ctx) { renameGeneric(c, true) }
+
+func renameGeneric(c *Ctx, nx bool) {
+	var renamed bool
+	same := string(c.Args[1]) == string(c.Args[2])
+	err := c.KS.Update(c.Sess, c.keyArgs(1, 2), func(tx *keyspace.Tx) error {
+		renamed = false
+		if !tx.Exists(0) {
+			return ErrNoSuchKey
+		}
+		if same {
+			renamed = !nx
+			return nil
+		}
+		if nx && tx.Exists(1) {
+			return nil
+		}
+		renamed = true
+		return moveValue(tx, 0, 1, true)
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case nx:
+		c.W.Int(b2i(renamed))
+	default:
+		c.OK()
+	}
+}
+
+func copyCmd(c *Ctx) {
+	dstDB, replace := c.DB(), false
+	for i := 3; i < len(c.Args); i++ {
+		switch {
+		case is(c.Args[i], "REPLACE"):
+			replace = true
+		case is(c.Args[i], "DB") && i+1 < len(c.Args):
+			db, err := dbArg(c, c.Args[i+1])
+			if err != nil {
+				c.Err(err)
+				return
+			}
+			dstDB = db
+			i++
+		default:
+			c.Err(ErrSyntax)
+			return
+		}
+	}
+	if dstDB == c.DB() && string(c.Args[1]) == string(c.Args[2]) {
+		c.Err(ErrSameObject)
+		return
+	}
+	keys := []keyspace.Key{{DB: c.DB(), Key: c.Args[1]}, {DB: dstDB, Key: c.Args[2]}}
+	var copied bool
+	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		copied = false
+		if !tx.Exists(0) || (tx.Exists(1) && !replace) {
+			return nil
+		}
+		copied = true
+		return moveValue(tx, 0, 1, false)
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(copied))
+}
+
+func moveCmd(c *Ctx) {
+	db, err := dbArg(c, c.Args[2])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if db == c.DB() {
+		c.Err(ErrSameObject)
+		return
+	}
+	keys := []keyspace.Key{{DB: c.DB(), Key: c.Args[1]}, {DB: db, Key: c.Args[1]}}
+	var moved bool
+	err = c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		moved = false
+		if !tx.Exists(0) || tx.Exists(1) {
+			return nil
+		}
+		moved = true
+		return moveValue(tx, 0, 1, true)
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(moved))
+}
+
+// scanArgs are SCAN's parsed options.
+type scanArgs struct {
+	cursor uint64
+	match  []byte
+	count  int
+	typ    string
+	hasTyp bool
+}
+
+func parseScanArgs(c *Ctx) (scanArgs, error) {
+	a := scanArgs{count: 10}
+	cur, err := strconv.ParseUint(string(c.Args[1]), 10, 64)
+	if err != nil {
+		return a, ErrInvalidCursor
+	}
+	a.cursor = cur
+	for i := 2; i < len(c.Args); i += 2 {
+		if i+1 >= len(c.Args) {
+			return a, ErrSyntax
+		}
+		v := c.Args[i+1]
+		switch {
+		case is(c.Args[i], "MATCH"):
+			a.match = v
+		case is(c.Args[i], "COUNT"):
+			n, err := intArg(v)
+			if err != nil {
+				return a, err
+			}
+			if n < 1 {
+				return a, ErrSyntax
+			}
+			a.count = int(min(n, 1<<20))
+		case is(c.Args[i], "TYPE"):
+			a.typ, a.hasTyp = string(v), true
+		default:
+			return a, ErrSyntax
+		}
+	}
+	return a, nil
+}
+
+func scanCmd(c *Ctx) {
+	a, err := parseScanArgs(c)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var keys [][]byte
+	next := uint64(0)
+	if c.KS.ValidCursor(a.cursor) {
+		next = c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
+			if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
+				return
+			}
+			if a.match != nil && !GlobMatch(a.match, key, false) {
+				return
+			}
+			keys = append(keys, append([]byte(nil), key...))
+		})
+	}
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+func equalFoldString(a, b string) bool { return is([]byte(a), upper([]byte(b))) }
+
+func keysCmd(c *Ctx) {
+	pat := c.Args[1]
+	var keys [][]byte
+	if GlobIsLiteral(pat) {
+		if _, ok := c.KS.Lookup(c.DB(), pat); ok {
+			keys = append(keys, pat)
+		}
+	} else {
+		all := len(pat) == 1 && pat[0] == '*'
+		c.KS.Keys(c.DB(), func(key []byte, _ keyspace.Meta) {
+			if all || GlobMatch(pat, key, false) {
+				keys = append(keys, append([]byte(nil), key...))
+			}
+		})
+	}
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+func randomkeyCmd(c *Ctx) {
+	if k := c.KS.RandomKey(c.DB()); k != nil {
+		c.W.Bulk(k)
+		return
+	}
+	c.W.Null()
+}
+
+func objectEncodingCmd(c *Ctx) {
+	var enc string
+	found, err := c.KS.Get(c.DB(), c.Args[2], func(val []byte, m keyspace.Meta) {
+		enc = stringEncoding(val)
+		if m.Raw {
+			enc = "raw"
+		}
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case !found:
+		c.W.Null()
+	default:
+		c.W.BulkString(enc)
+	}
+}
+
+// stringEncoding is the encoding Redis would report for a string value: "int" for a value that
+// is a canonical 64-bit integer, "embstr" up to 44 bytes, "raw" beyond.
+func stringEncoding(v []byte) string {
+	if len(v) <= 20 {
+		if _, ok := ParseInt(v); ok {
+			return "int"
+		}
+	}
+	if len(v) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}

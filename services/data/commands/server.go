@@ -1,0 +1,460 @@
+package commands
+
+import (
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lavikdb/lavik/services/data/config"
+)
+
+func init() {
+	register(
+		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+			Summary: "Returns information and statistics about the server.", Handler: infoCmd},
+		&Command{Name: "config", Arity: -2, Group: "server", Since: "2.0.0", Complexity: "Depends on subcommand.",
+			Summary: "A container for server configuration commands.",
+			Subcommands: map[string]*Command{
+				"get": {Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "2.0.0", Complexity: "O(N) when N is the number of configuration parameters provided",
+					Summary: "Returns the effective values of configuration parameters.", Handler: configGetCmd},
+				"set": {Arity: -4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "2.0.0", Complexity: "O(N) when N is the number of configuration parameters provided",
+					Summary: "Sets configuration parameters in-flight.", Handler: configSetCmd},
+				"resetstat": {Arity: 2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "2.0.0", Complexity: "O(1)",
+					Summary: "Resets the server's statistics.", Handler: configResetstatCmd},
+				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(1)",
+					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
+			}},
+		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+			Summary: "Returns the number of keys in the database.", Handler: dbsizeCmd},
+		&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite, Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the number of keys in the selected database",
+			Summary: "Remove all keys from the current database.", Handler: flushdbCmd},
+		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite, Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the total number of keys in all databases",
+			Summary: "Removes all keys from all databases.", Handler: flushallCmd},
+		&Command{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", Since: "2.6.0", Complexity: "O(1)",
+			Summary: "Returns the server time.", Handler: timeCmd},
+		&Command{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti | FlagAllowBusy, Group: "server", Since: "1.0.0",
+			Complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+			Summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.", Handler: shutdownCmd},
+		&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the total number of Redis commands",
+			Summary: "Returns detailed information about all commands.", Handler: commandCmd,
+			Subcommands: map[string]*Command{
+				"count": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(1)",
+					Summary: "Returns a count of commands.", Handler: commandCountCmd},
+				"info": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(N) where N is the number of commands to look up",
+					Summary: "Returns information about one, multiple or all commands.", Handler: commandInfoCmd},
+				"docs": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) where N is the number of commands to look up",
+					Summary: "Returns documentary information about one, multiple or all commands.", Handler: commandDocsCmd},
+				"list": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) where N is the total number of Redis commands",
+					Summary: "Returns a list of command names.", Handler: commandListCmd},
+				"getkeys": {Arity: -3, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(N) where N is the number of arguments to the command",
+					Summary: "Extracts the key names from an arbitrary command.", Handler: commandGetkeysCmd},
+				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(1)",
+					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
+			}},
+	)
+}
+
+func dbsizeCmd(c *Ctx) { c.W.Int(c.KS.DBSize(c.DB())) }
+
+// flushMode checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC. Both are done synchronously: the
+// keys leave the index at once, and the disk space is given back by dropping whole segments
+// (FLUSHALL) or by reclamation (FLUSHDB), neither of which blocks clients for long.
+func flushMode(c *Ctx) error {
+	switch {
+	case len(c.Args) == 1:
+		return nil
+	case len(c.Args) == 2 && (is(c.Args[1], "ASYNC") || is(c.Args[1], "SYNC")):
+		return nil
+	}
+	return ErrSyntax
+}
+
+func flushdbCmd(c *Ctx) {
+	if err := flushMode(c); err != nil {
+		c.Err(err)
+		return
+	}
+	if err := c.KS.FlushDB(c.Sess, c.DB()); err != nil {
+		c.Err(err)
+		return
+	}
+	c.OK()
+}
+
+func flushallCmd(c *Ctx) {
+	if err := flushMode(c); err != nil {
+		c.Err(err)
+		return
+	}
+	if err := c.KS.FlushAll(c.Sess); err != nil {
+		c.Err(err)
+		return
+	}
+	c.OK()
+}
+
+func timeCmd(c *Ctx) {
+	now := time.Now()
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatInt(now.Unix(), 10))
+	c.W.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+func shutdownCmd(c *Ctx) {
+	var save, nosave, abort, other bool
+	for _, a := range c.Args[1:] {
+		switch {
+		case is(a, "NOSAVE"):
+			nosave = true
+		case is(a, "SAVE"):
+			save = true
+		case is(a, "NOW"), is(a, "FORCE"):
+			other = true
+		case is(a, "ABORT"):
+			abort = true
+		default:
+			c.Err(ErrSyntax)
+			return
+		}
+	}
+	// SAVE and NOSAVE are accepted for compatibility: every acknowledged write is already in
+	// the value log, so there is nothing to save.
+	if (save && nosave) || (abort && (save || nosave || other)) {
+		c.Err(ErrSyntax)
+		return
+	}
+	if abort {
+		c.Err(Error("ERR No shutdown in progress."))
+		return
+	}
+	// Like Redis, a successful SHUTDOWN sends no reply: the connection closes.
+	c.Client.CloseAfterReply = true
+	c.Srv.Shutdown()
+}
+
+func configGetCmd(c *Ctx) {
+	cfg := c.Srv.Config()
+	seen := map[string]bool{}
+	var names []string
+	for _, pat := range c.Args[2:] {
+		for _, n := range config.Names() {
+			if !seen[n] && GlobMatch([]byte(strings.ToLower(string(pat))), []byte(n), true) {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	c.W.Map(len(names))
+	for _, n := range names {
+		c.W.BulkString(n)
+		c.W.BulkString(cfg.Get(n))
+	}
+}
+
+func configSetCmd(c *Ctx) {
+	args := c.Args[2:]
+	if len(args)%2 != 0 {
+		c.Err(arityErr("config|set"))
+		return
+	}
+	var pairs [][2]string
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i += 2 {
+		name := strings.ToLower(string(args[i]))
+		if seen[name] {
+			c.Err(Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter"))
+			return
+		}
+		seen[name] = true
+		pairs = append(pairs, [2]string{name, string(args[i+1])})
+	}
+	err := c.Srv.Config().SetRuntime(pairs)
+	var unknown *config.ErrUnknown
+	var bad *config.ErrBadValue
+	var imm *config.ErrImmutable
+	switch {
+	case err == nil:
+		c.OK()
+	case errors.As(err, &unknown):
+		c.Err(Error("ERR Unknown option or number of arguments for CONFIG SET - '" + unknown.Name + "'"))
+	case errors.As(err, &bad):
+		c.Err(Error("ERR CONFIG SET failed (possibly related to argument '" + bad.Name + "') - " + bad.Reason))
+	case errors.As(err, &imm):
+		c.Err(Error("ERR CONFIG SET failed (possibly related to argument '" + imm.Name + "') - can't set immutable config"))
+	default:
+		c.Err(err)
+	}
+}
+
+func configResetstatCmd(c *Ctx) {
+	for _, cmd := range AllWithSubcommands() {
+		cmd.Stats.Calls.Store(0)
+		cmd.Stats.Usec.Store(0)
+		cmd.Stats.Rejected.Store(0)
+		cmd.Stats.Failed.Store(0)
+	}
+	c.Srv.ResetStats()
+	c.KS.ResetStats()
+	c.OK()
+}
+
+// ACL categories derived from the table, as Redis reports them.
+func aclCategories(cmd *Command) []string {
+	var out []string
+	if cmd.Flags&FlagWrite != 0 {
+		out = append(out, "@write")
+	}
+	if cmd.Flags&FlagReadonly != 0 {
+		out = append(out, "@read")
+	}
+	switch cmd.Group {
+	case "string":
+		out = append(out, "@string")
+	case "generic":
+		out = append(out, "@keyspace")
+	case "connection":
+		out = append(out, "@connection")
+	}
+	if cmd.Flags&FlagAdmin != 0 {
+		out = append(out, "@admin", "@dangerous")
+	}
+	if cmd.Flags&FlagFast != 0 {
+		out = append(out, "@fast")
+	} else {
+		out = append(out, "@slow")
+	}
+	return out
+}
+
+// writeCommandInfo writes COMMAND INFO's 10-element reply for cmd.
+func writeCommandInfo(c *Ctx, cmd *Command) {
+	c.W.Array(10)
+	c.W.BulkString(cmd.Name)
+	c.W.Int(int64(cmd.Arity))
+	flags := cmd.Flags.Names()
+	c.W.Set(len(flags))
+	for _, f := range flags {
+		c.W.Simple(f)
+	}
+	c.W.Int(int64(cmd.FirstKey))
+	c.W.Int(int64(cmd.LastKey))
+	c.W.Int(int64(cmd.Step))
+	cats := aclCategories(cmd)
+	c.W.Set(len(cats))
+	for _, a := range cats {
+		c.W.Simple(a)
+	}
+	c.W.Array(0) // tips
+	if cmd.FirstKey > 0 {
+		// One key spec in Redis's range form.
+		c.W.Array(1)
+		c.W.Map(4)
+		c.W.BulkString("flags")
+		if cmd.Flags&FlagWrite != 0 {
+			c.W.Set(1)
+			c.W.Simple("RW")
+		} else {
+			c.W.Set(1)
+			c.W.Simple("RO")
+		}
+		c.W.BulkString("begin_search")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("index")
+		c.W.BulkString("spec")
+		c.W.Map(1)
+		c.W.BulkString("index")
+		c.W.Int(int64(cmd.FirstKey))
+		c.W.BulkString("find_keys")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("range")
+		c.W.BulkString("spec")
+		c.W.Map(3)
+		c.W.BulkString("lastkey")
+		last := cmd.LastKey
+		if last > 0 {
+			last -= cmd.FirstKey
+		}
+		c.W.Int(int64(last))
+		c.W.BulkString("keystep")
+		c.W.Int(int64(cmd.Step))
+		c.W.BulkString("limit")
+		c.W.Int(0)
+		c.W.BulkString("notes")
+		c.W.BulkString("")
+	} else {
+		c.W.Array(0)
+	}
+	subs := cmd.subsSorted()
+	c.W.Array(len(subs))
+	for _, s := range subs {
+		writeCommandInfo(c, s)
+	}
+}
+
+func commandCmd(c *Ctx) {
+	if len(c.Args) > 1 {
+		sub := c.Cmd.LookupSub(c.Args[1])
+		if sub == nil {
+			c.Err(unknownSubcommand(c.Cmd, c.Args[1]))
+			return
+		}
+		// Reached only via the dispatcher's container handling; kept for completeness.
+		sub.Handler(c)
+		return
+	}
+	all := All()
+	c.W.Array(len(all))
+	for _, cmd := range all {
+		writeCommandInfo(c, cmd)
+	}
+}
+
+func unknownSubcommand(parent *Command, sub []byte) Error {
+	return Error("ERR unknown subcommand '" + string(sub) + "'. Try " + strings.ToUpper(parent.Name) + " HELP.")
+}
+
+// UnknownSubcommand is the error for an unknown subcommand of a container command.
+func UnknownSubcommand(parent *Command, sub []byte) Error { return unknownSubcommand(parent, sub) }
+
+func commandCountCmd(c *Ctx) { c.W.Int(int64(len(table))) }
+
+// lookupFull finds "name" or "parent|sub".
+func lookupFull(name string) *Command {
+	name = strings.ToLower(name)
+	if p, s, ok := strings.Cut(name, "|"); ok {
+		if parent := table[p]; parent != nil && parent.Subcommands != nil {
+			return parent.Subcommands[s]
+		}
+		return nil
+	}
+	return table[name]
+}
+
+func commandInfoCmd(c *Ctx) {
+	if len(c.Args) == 2 {
+		commandCmd(&Ctx{Args: c.Args[:1], W: c.W, Client: c.Client, Srv: c.Srv, KS: c.KS, Cmd: table["command"]})
+		return
+	}
+	c.W.Array(len(c.Args) - 2)
+	for _, a := range c.Args[2:] {
+		if cmd := lookupFull(string(a)); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.W.NullArray()
+		}
+	}
+}
+
+func writeCommandDocs(c *Ctx, cmd *Command) {
+	subs := cmd.subsSorted()
+	n := 4
+	if len(subs) > 0 {
+		n++
+	}
+	c.W.Map(n)
+	c.W.BulkString("summary")
+	c.W.BulkString(cmd.Summary)
+	c.W.BulkString("since")
+	c.W.BulkString(cmd.Since)
+	c.W.BulkString("group")
+	c.W.BulkString(cmd.Group)
+	c.W.BulkString("complexity")
+	c.W.BulkString(cmd.Complexity)
+	if len(subs) > 0 {
+		c.W.BulkString("subcommands")
+		c.W.Map(len(subs))
+		for _, s := range subs {
+			c.W.BulkString(s.Name)
+			writeCommandDocs(c, s)
+		}
+	}
+}
+
+func commandDocsCmd(c *Ctx) {
+	var cmds []*Command
+	if len(c.Args) == 2 {
+		cmds = All()
+	} else {
+		for _, a := range c.Args[2:] {
+			if cmd := lookupFull(string(a)); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.W.Map(len(cmds))
+	for _, cmd := range cmds {
+		c.W.BulkString(cmd.Name)
+		writeCommandDocs(c, cmd)
+	}
+}
+
+func commandListCmd(c *Ctx) {
+	var filter func(*Command) bool
+	if len(c.Args) > 2 {
+		if len(c.Args) != 5 || !is(c.Args[2], "FILTERBY") {
+			c.Err(ErrSyntax)
+			return
+		}
+		v := string(c.Args[4])
+		switch {
+		case is(c.Args[3], "MODULE"):
+			filter = func(*Command) bool { return false }
+		case is(c.Args[3], "ACLCAT"):
+			filter = func(cmd *Command) bool {
+				for _, cat := range aclCategories(cmd) {
+					if strings.EqualFold(cat[1:], v) {
+						return true
+					}
+				}
+				return false
+			}
+		case is(c.Args[3], "PATTERN"):
+			filter = func(cmd *Command) bool { return GlobMatch([]byte(v), []byte(cmd.Name), true) }
+		default:
+			c.Err(ErrSyntax)
+			return
+		}
+	}
+	var names []string
+	for _, cmd := range AllWithSubcommands() {
+		if filter == nil || filter(cmd) {
+			names = append(names, cmd.Name)
+		}
+	}
+	sort.Strings(names)
+	c.W.Array(len(names))
+	for _, n := range names {
+		c.W.BulkString(n)
+	}
+}
+
+func commandGetkeysCmd(c *Ctx) {
+	args := c.Args[2:]
+	cmd := Lookup(args[0])
+	if cmd == nil {
+		c.Err(Error("ERR Invalid command specified"))
+		return
+	}
+	if cmd.Subcommands != nil && len(args) > 1 {
+		if sub := cmd.LookupSub(args[1]); sub != nil {
+			cmd = sub
+		}
+	}
+	if !cmd.CheckArity(len(args)) {
+		c.Err(Error("ERR Invalid number of arguments specified for command"))
+		return
+	}
+	pos := cmd.KeyIndexes(len(args))
+	if len(pos) == 0 {
+		c.Err(Error("ERR The command has no key arguments"))
+		return
+	}
+	c.W.Array(len(pos))
+	for _, p := range pos {
+		c.W.Bulk(args[p])
+	}
+}

@@ -1,0 +1,619 @@
+package commands
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+type kspKey = keyspace.Key
+
+const typeString = keyspace.TypeString
+
+func init() {
+	register(
+		&Command{Name: "get", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Returns the string value of a key.", Handler: getCmd},
+		&Command{Name: "set", Arity: -3, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Handler: setCmd},
+		&Command{Name: "setnx", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Set the string value of a key only when the key doesn't exist.", Handler: setnxCmd},
+		&Command{Name: "setex", Arity: 4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.0.0", Complexity: "O(1)", Summary: "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", Handler: setexCmd},
+		&Command{Name: "psetex", Arity: 4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.6.0", Complexity: "O(1)", Summary: "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", Handler: psetexCmd},
+		&Command{Name: "mget", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(N) where N is the number of keys to retrieve.", Summary: "Atomically returns the string values of one or more keys.", Handler: mgetCmd},
+		&Command{Name: "mset", Arity: -3, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 2,
+			Group: "string", Since: "1.0.1", Complexity: "O(N) where N is the number of keys to set.", Summary: "Atomically creates or modifies the string values of one or more keys.", Handler: msetCmd},
+		&Command{Name: "msetnx", Arity: -3, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: -1, Step: 2,
+			Group: "string", Since: "1.0.1", Complexity: "O(N) where N is the number of keys to set.", Summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.", Handler: msetnxCmd},
+		&Command{Name: "getset", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Returns the previous string value of a key after setting it to a new value.", Handler: getsetCmd},
+		&Command{Name: "getdel", Arity: 2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "6.2.0", Complexity: "O(1)", Summary: "Returns the string value of a key after deleting the key.", Handler: getdelCmd},
+		&Command{Name: "getex", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "6.2.0", Complexity: "O(1)", Summary: "Returns the string value of a key after setting its expiration time.", Handler: getexCmd},
+		&Command{Name: "append", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.0.0", Complexity: "O(1).", Summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", Handler: appendCmd},
+		&Command{Name: "strlen", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.2.0", Complexity: "O(1)", Summary: "Returns the length of a string value.", Handler: strlenCmd},
+		&Command{Name: "getrange", Arity: 4, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.4.0", Complexity: "O(N) where N is the length of the returned string.", Summary: "Returns a substring of the string stored at a key.", Handler: getrangeCmd},
+		&Command{Name: "substr", Arity: 4, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(N) where N is the length of the returned string.", Summary: "Returns a substring from a string value.", Handler: getrangeCmd},
+		&Command{Name: "setrange", Arity: 4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.2.0", Complexity: "O(1), not counting the time taken to copy the new string in place.", Summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", Handler: setrangeCmd},
+		&Command{Name: "incr", Arity: 2, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", Handler: incrCmd},
+		&Command{Name: "decr", Arity: 2, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", Handler: decrCmd},
+		&Command{Name: "incrby", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Handler: incrbyCmd},
+		&Command{Name: "decrby", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "1.0.0", Complexity: "O(1)", Summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", Handler: decrbyCmd},
+		&Command{Name: "incrbyfloat", Arity: 3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "string", Since: "2.6.0", Complexity: "O(1)", Summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Handler: incrbyfloatCmd},
+	)
+}
+
+func getCmd(c *Ctx) {
+	found, err := c.KS.Get(c.DB(), c.Args[1], func(val []byte, m keyspace.Meta) {
+		if m.Type != typeString {
+			c.Err(ErrWrongType)
+			return
+		}
+		c.W.Bulk(val)
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case !found:
+		c.W.Null()
+	}
+}
+
+// setArgs are SET's parsed options.
+type setArgs struct {
+	nx, xx, get, keepTTL bool
+	expireAt             int64 // absolute unix ms; 0 = none
+}
+
+func parseSetArgs(c *Ctx, args [][]byte) (setArgs, error) {
+	var a setArgs
+	expOpt := "" // the expire option given; Redis accepts it repeated (the last wins), not mixed
+	now := c.KS.Now()
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case is(arg, "NX") && !a.xx:
+			a.nx = true
+		case is(arg, "XX") && !a.nx:
+			a.xx = true
+		case is(arg, "GET"):
+			a.get = true
+		case is(arg, "KEEPTTL") && expOpt == "":
+			a.keepTTL = true
+		case isExpireOpt(arg) && !a.keepTTL && (expOpt == "" || is(arg, expOpt)) && i+1 < len(args):
+			expOpt = upper(arg)
+			at, err := parseExpireOpt("set", arg, args[i+1], now)
+			if err != nil {
+				return a, err
+			}
+			a.expireAt = at
+			i++
+		default:
+			return a, ErrSyntax
+		}
+	}
+	return a, nil
+}
+
+func isExpireOpt(arg []byte) bool {
+	return is(arg, "EX") || is(arg, "PX") || is(arg, "EXAT") || is(arg, "PXAT")
+}
+
+// parseExpireOpt converts the value of an EX/PX/EXAT/PXAT option to absolute unix ms.
+func parseExpireOpt(cmd string, opt, val []byte, now int64) (int64, error) {
+	unit, abs := unitSeconds, false
+	switch {
+	case is(opt, "PX"):
+		unit = unitMillis
+	case is(opt, "EXAT"):
+		abs = true
+	case is(opt, "PXAT"):
+		unit, abs = unitMillis, true
+	}
+	return expireAt(cmd, val, unit, abs, now)
+}
+
+func setCmd(c *Ctx) {
+	a, err := parseSetArgs(c, c.Args[3:])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	key, val := c.Args[1], c.Args[2]
+	if !a.nx && !a.xx && !a.get && !a.keepTTL {
+		if err := c.KS.Put(c.Sess, c.DB(), key, val, a.expireAt, typeString); err != nil {
+			c.Err(err)
+			return
+		}
+		c.OK()
+		return
+	}
+	var old []byte
+	var hadOld, done bool
+	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		hadOld, done = false, false
+		if a.get && exists {
+			if m.Type != typeString {
+				return ErrWrongType
+			}
+			v, _, err := tx.Value(0)
+			if err != nil {
+				return err
+			}
+			old, hadOld = v, true
+		}
+		if (a.nx && exists) || (a.xx && !exists) {
+			return nil
+		}
+		exp := a.expireAt
+		if a.keepTTL && exists {
+			exp = m.ExpireAt
+		}
+		if exp != 0 && exp <= tx.Now() {
+			tx.Delete(0)
+		} else {
+			tx.Put(0, val, exp, typeString)
+		}
+		done = true
+		return nil
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case a.get && hadOld:
+		c.W.Bulk(old)
+	case a.get, !done:
+		c.W.Null()
+	default:
+		c.OK()
+	}
+}
+
+func setnxCmd(c *Ctx) {
+	var set bool
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		set = !tx.Exists(0)
+		if set {
+			tx.Put(0, c.Args[2], 0, typeString)
+		}
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(set))
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func setexCmd(c *Ctx)  { setexGeneric(c, "setex", unitSeconds) }
+func psetexCmd(c *Ctx) { setexGeneric(c, "psetex", unitMillis) }
+
+func setexGeneric(c *Ctx, name string, unit expireUnit) {
+	at, err := expireAt(name, c.Args[2], unit, false, c.KS.Now())
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if err := c.KS.Put(c.Sess, c.DB(), c.Args[1], c.Args[3], at, typeString); err != nil {
+		c.Err(err)
+		return
+	}
+	c.OK()
+}
+
+func mgetCmd(c *Ctx) {
+	keys := c.Args[1:]
+	c.W.Array(len(keys))
+	c.KS.MGet(c.DB(), keys, func(i int, val []byte, ok bool, err error) {
+		// MGET answers nil for a missing key or one of another type; a failed read is an
+		// error element.
+		switch {
+		case err != nil:
+			c.W.Error(ErrorLine(err))
+			c.Failed = true
+		case !ok:
+			c.W.Null()
+		default:
+			c.W.Bulk(val)
+		}
+	})
+}
+
+func msetCmd(c *Ctx) {
+	if len(c.Args)%2 == 0 {
+		c.Err(arityErr(c.Cmd.Name))
+		return
+	}
+	n := (len(c.Args) - 1) / 2
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = 1 + 2*i
+	}
+	err := c.KS.Update(c.Sess, c.keyArgs(pos...), func(tx *keyspace.Tx) error {
+		for i := range pos {
+			tx.Put(i, c.Args[pos[i]+1], 0, typeString)
+		}
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.OK()
+}
+
+func msetnxCmd(c *Ctx) {
+	if len(c.Args)%2 == 0 {
+		c.Err(arityErr(c.Cmd.Name))
+		return
+	}
+	n := (len(c.Args) - 1) / 2
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = 1 + 2*i
+	}
+	var set bool
+	err := c.KS.Update(c.Sess, c.keyArgs(pos...), func(tx *keyspace.Tx) error {
+		set = false
+		for i := range pos {
+			if tx.Exists(i) {
+				return nil
+			}
+		}
+		for i := range pos {
+			tx.Put(i, c.Args[pos[i]+1], 0, typeString)
+		}
+		set = true
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(b2i(set))
+}
+
+// getThen reads key 1's string value inside a transaction and lets then decide what to write.
+// It replies with the old value (nil if missing).
+func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
+	var old []byte
+	var had bool
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		had = exists
+		if exists {
+			if m.Type != typeString {
+				return ErrWrongType
+			}
+			v, _, err := tx.Value(0)
+			if err != nil {
+				return err
+			}
+			old = v
+		}
+		then(tx, exists, m)
+		return nil
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case had:
+		c.W.Bulk(old)
+	default:
+		c.W.Null()
+	}
+}
+
+func getsetCmd(c *Ctx) {
+	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) { tx.Put(0, c.Args[2], 0, typeString) })
+}
+
+func getdelCmd(c *Ctx) {
+	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) {
+		if exists {
+			tx.Delete(0)
+		}
+	})
+}
+
+func getexCmd(c *Ctx) {
+	// Parse: EX/PX/EXAT/PXAT n or PERSIST, at most one of them.
+	var at int64
+	persist := false
+	opt := "" // as SET: one kind of option, possibly repeated
+	now := c.KS.Now()
+	args := c.Args[2:]
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case is(arg, "PERSIST") && (opt == "" || opt == "PERSIST"):
+			persist, opt = true, "PERSIST"
+		case isExpireOpt(arg) && (opt == "" || is(arg, opt)) && i+1 < len(args):
+			var err error
+			if at, err = parseExpireOpt("getex", arg, args[i+1], now); err != nil {
+				c.Err(err)
+				return
+			}
+			opt = upper(arg)
+			i++
+		default:
+			c.Err(ErrSyntax)
+			return
+		}
+	}
+	if opt == "" {
+		// Plain GETEX is a read: no transaction, no write.
+		getCmd(c)
+		return
+	}
+	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) {
+		switch {
+		case !exists:
+		case persist:
+			if m.ExpireAt != 0 {
+				tx.SetExpire(0, 0)
+			}
+		default:
+			tx.SetExpire(0, at)
+		}
+	})
+}
+
+func maxStringLen(c *Ctx) int64 { return c.Srv.Config().Int("proto-max-bulk-len") }
+
+func appendCmd(c *Ctx) {
+	var newLen int64
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		if !exists {
+			tx.Put(0, c.Args[2], 0, typeString)
+			newLen = int64(len(c.Args[2]))
+			return nil
+		}
+		if m.Type != typeString {
+			return ErrWrongType
+		}
+		if int64(m.Len)+int64(len(c.Args[2])) > maxStringLen(c) {
+			return ErrStringTooLong
+		}
+		v, _, err := tx.Value(0)
+		if err != nil {
+			return err
+		}
+		nv := make([]byte, 0, len(v)+len(c.Args[2]))
+		nv = append(append(nv, v...), c.Args[2]...)
+		tx.Put(0, nv, m.ExpireAt, typeString|keyspace.RawHint)
+		newLen = int64(len(nv))
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(newLen)
+}
+
+func strlenCmd(c *Ctx) {
+	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	switch {
+	case !ok:
+		c.W.Int(0)
+	case m.Type != typeString:
+		c.Err(ErrWrongType)
+	default:
+		c.W.Int(int64(m.Len))
+	}
+}
+
+func getrangeCmd(c *Ctx) {
+	start, err1 := intArg(c.Args[2])
+	end, err2 := intArg(c.Args[3])
+	if err1 != nil || err2 != nil {
+		c.Err(ErrNotInt)
+		return
+	}
+	found, err := c.KS.Get(c.DB(), c.Args[1], func(val []byte, m keyspace.Meta) {
+		if m.Type != typeString {
+			c.Err(ErrWrongType)
+			return
+		}
+		c.W.Bulk(substr(val, start, end))
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case !found:
+		c.W.BulkString("")
+	}
+}
+
+// substr applies GETRANGE's index rules: negative indexes count from the end, both are
+// clamped, and an empty range gives "".
+func substr(v []byte, start, end int64) []byte {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		return nil
+	}
+	if start < 0 {
+		start = n + start
+	}
+	if end < 0 {
+		end = n + end
+	}
+	start = max(start, 0)
+	end = max(end, 0)
+	if end >= n {
+		end = n - 1
+	}
+	if n == 0 || start > end {
+		return nil
+	}
+	return v[start : end+1]
+}
+
+func setrangeCmd(c *Ctx) {
+	off, err := intArg(c.Args[2])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if off < 0 {
+		c.Err(ErrOffset)
+		return
+	}
+	patch := c.Args[3]
+	var newLen int64
+	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		if exists && m.Type != typeString {
+			return ErrWrongType
+		}
+		if len(patch) == 0 {
+			newLen = int64(m.Len) // 0 when missing; nothing is created
+			return nil
+		}
+		if off > maxStringLen(c)-int64(len(patch)) {
+			return ErrStringTooLong
+		}
+		var v []byte
+		if exists {
+			var err error
+			if v, _, err = tx.Value(0); err != nil {
+				return err
+			}
+		}
+		size := max(int64(len(v)), off+int64(len(patch)))
+		nv := make([]byte, size)
+		copy(nv, v)
+		copy(nv[off:], patch)
+		tx.Put(0, nv, m.ExpireAt, typeString|keyspace.RawHint)
+		newLen = size
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(newLen)
+}
+
+func incrCmd(c *Ctx) { incrGeneric(c, 1) }
+func decrCmd(c *Ctx) { incrGeneric(c, -1) }
+
+func incrbyCmd(c *Ctx) {
+	n, err := intArg(c.Args[2])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	incrGeneric(c, n)
+}
+
+func decrbyCmd(c *Ctx) {
+	n, err := intArg(c.Args[2])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if n == math.MinInt64 {
+		c.Err(Error("ERR decrement would overflow"))
+		return
+	}
+	incrGeneric(c, -n)
+}
+
+func incrGeneric(c *Ctx, by int64) {
+	var result int64
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		var cur int64
+		if exists {
+			if m.Type != typeString {
+				return ErrWrongType
+			}
+			if m.Len > 20 {
+				return ErrNotInt
+			}
+			v, _, err := tx.Value(0)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if cur, ok = ParseInt(v); !ok {
+				return ErrNotInt
+			}
+		}
+		if (by < 0 && cur < 0 && by < math.MinInt64-cur) || (by > 0 && cur > 0 && by > math.MaxInt64-cur) {
+			return ErrOverflow
+		}
+		result = cur + by
+		tx.Put(0, strconv.AppendInt(nil, result, 10), m.ExpireAt, typeString)
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(result)
+}
+
+func incrbyfloatCmd(c *Ctx) {
+	incr, ok := ParseLongDouble(c.Args[2])
+	if !ok {
+		c.Err(ErrNotFloat)
+		return
+	}
+	var out []byte
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		cur, _ := ParseLongDouble([]byte("0"))
+		if exists {
+			if m.Type != typeString {
+				return ErrWrongType
+			}
+			v, _, err := tx.Value(0)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if cur, ok = ParseLongDouble(v); !ok {
+				return ErrNotFloat
+			}
+		}
+		sum, ok := AddLongDouble(cur, incr)
+		if !ok {
+			return Error("ERR increment would produce NaN or Infinity")
+		}
+		out = AppendLongDouble(nil, sum)
+		tx.Put(0, out, m.ExpireAt, typeString)
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Bulk(out)
+}

@@ -1,0 +1,299 @@
+// Package config holds lavik-data's settings: their defaults, validation, parsing from a
+// Redis-style config file and command line, and the registry CONFIG GET/SET works on.
+//
+// Names follow Redis where Redis has the setting (port, bind, dir, requirepass, appendfsync,
+// maxclients, databases, proto-max-bulk-len, ...), so existing tooling and muscle memory work;
+// Lavik's own settings (shards, io-engine, segment-size, ...) use the same style. Each setting's
+// doc says what happens when it is too low or too high.
+package config
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Config is a snapshot-able set of settings. Get/Set are safe for concurrent use; the server
+// reads hot values (limits, password) through the typed accessors.
+type Config struct {
+	mu     sync.RWMutex
+	values map[string]string
+	// onChange is called (outside the lock) after a successful Set of a mutable setting.
+	onChange func(name, value string)
+}
+
+// Param describes one setting.
+type Param struct {
+	Name    string
+	Default string
+	// Mutable settings can be changed with CONFIG SET at run time.
+	Mutable bool
+	// ReadOnly settings exist so tools that query them get an answer (e.g. "save"), but the
+	// only value accepted is the fixed one.
+	Fixed bool
+	Check func(v string) (string, error) // returns the normalised value
+	Doc   string
+}
+
+// Params lists every setting, in the order --help prints them.
+var Params = []*Param{
+	{Name: "port", Default: "6379", Check: intRange(0, 65535),
+		Doc: "TCP port for RESP clients (0 picks a free port and logs it)"},
+	{Name: "bind", Default: "127.0.0.1", Check: nonEmpty,
+		Doc: "address to listen on; 0.0.0.0 for every interface (there is no protected mode: set requirepass)"},
+	{Name: "dir", Default: "./data", Check: nonEmpty,
+		Doc: "data directory holding the value log (one sub-directory per shard)"},
+	{Name: "requirepass", Default: "", Mutable: true, Check: anyValue,
+		Doc: "password clients must give with AUTH or HELLO; empty means no authentication"},
+	{Name: "appendfsync", Default: "everysec", Mutable: true, Check: oneOf("everysec", "always", "no"),
+		Doc: "always: reply after a group-committed fdatasync; everysec: write before replying, fsync every second; no: let the OS decide"},
+	{Name: "appendonly", Default: "yes", Fixed: true, Check: oneOf("yes"),
+		Doc: "always yes: every write goes to the value log"},
+	{Name: "save", Default: "", Fixed: true, Check: oneOf(""),
+		Doc: "always empty: there are no RDB snapshots; the value log is the data"},
+	{Name: "maxclients", Default: "10000", Mutable: true, Check: intRange(1, 4294967295),
+		Doc: "connections beyond this get -ERR max number of clients reached; too high risks running out of file descriptors"},
+	{Name: "databases", Default: "16", Check: intRange(1, 256),
+		Doc: "number of databases (SELECT 0..n-1)"},
+	{Name: "proto-max-bulk-len", Default: "536870912", Mutable: true, Check: memRange(1<<20, math.MaxInt64),
+		Doc: "largest bulk string a client may send (and so the largest value); too high lets one client use that much memory"},
+	{Name: "client-query-buffer-limit", Default: "1073741824", Mutable: true, Check: memRange(1<<20, math.MaxInt64),
+		Doc: "most bytes buffered for one incomplete command; a client that exceeds it is disconnected"},
+	{Name: "timeout", Default: "0", Mutable: true, Check: intRange(0, 1<<31),
+		Doc: "close a client idle for this many seconds (0 = never)"},
+	{Name: "loglevel", Default: "notice", Mutable: true, Check: oneOf("debug", "verbose", "notice", "warning"),
+		Doc: "debug, verbose, notice or warning"},
+	{Name: "logfile", Default: "", Check: anyValue,
+		Doc: "log file; empty logs to standard error"},
+	{Name: "pidfile", Default: "", Check: anyValue,
+		Doc: "write the process id to this file at start-up and remove it at exit"},
+	{Name: "shards", Default: "auto", Check: shardsCheck,
+		Doc: "keyspace shards, a power of two (auto = 4 per core); too few and writers contend, too many and group commits get smaller. Fixed for a data dir's life only by convenience: changing it re-shards on the next start"},
+	{Name: "io-engine", Default: "auto", Check: oneOf("auto", "pread"),
+		Doc: "how values are read from the SSD: auto picks the best available; pread uses a bounded pool of positioned reads"},
+	{Name: "io-depth", Default: "128", Check: intRange(1, 4096),
+		Doc: "most value reads in flight at once; too low starves a fast SSD, too high only adds queueing"},
+	{Name: "segment-size", Default: "268435456", Check: memRange(1<<20, 2<<30),
+		Doc: "value-log segment size; too small means many files and rotations, too large means coarser space reclamation"},
+}
+
+var byName = func() map[string]*Param {
+	m := map[string]*Param{}
+	for _, p := range Params {
+		m[p.Name] = p
+	}
+	return m
+}()
+
+// Lookup returns the parameter called name (case-insensitive).
+func Lookup(name string) *Param { return byName[strings.ToLower(name)] }
+
+// New returns a Config holding every default.
+func New() *Config {
+	c := &Config{values: map[string]string{}}
+	for _, p := range Params {
+		c.values[p.Name] = p.Default
+	}
+	return c
+}
+
+// OnChange registers the function called after a run-time change.
+func (c *Config) OnChange(fn func(name, value string)) { c.onChange = fn }
+
+// Get returns a setting's current value.
+func (c *Config) Get(name string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.values[name]
+}
+
+// Int returns an integer setting.
+func (c *Config) Int(name string) int64 {
+	n, _ := strconv.ParseInt(c.Get(name), 10, 64)
+	return n
+}
+
+// Names returns every setting name, sorted.
+func Names() []string {
+	out := make([]string, 0, len(Params))
+	for _, p := range Params {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrUnknown reports a setting that does not exist.
+type ErrUnknown struct{ Name string }
+
+func (e *ErrUnknown) Error() string { return fmt.Sprintf("config: unknown option %q", e.Name) }
+
+// ErrBadValue reports a value a setting does not accept.
+type ErrBadValue struct {
+	Name, Value string
+	Reason      string
+}
+
+func (e *ErrBadValue) Error() string {
+	return fmt.Sprintf("config: bad value %q for %s: %s", e.Value, e.Name, e.Reason)
+}
+
+// ErrImmutable reports a run-time change to a start-up-only setting.
+type ErrImmutable struct{ Name string }
+
+func (e *ErrImmutable) Error() string { return fmt.Sprintf("config: %s can't be changed at run time", e.Name) }
+
+// Validate checks and normalises one value for the named setting.
+func Validate(name, value string) (*Param, string, error) {
+	p := Lookup(name)
+	if p == nil {
+		return nil, "", &ErrUnknown{Name: name}
+	}
+	v, err := p.Check(value)
+	if err != nil {
+		return p, "", &ErrBadValue{Name: p.Name, Value: value, Reason: err.Error()}
+	}
+	return p, v, nil
+}
+
+// SetStartup sets a value at start-up (from the file or the command line).
+func (c *Config) SetStartup(name, value string) error {
+	p, v, err := Validate(name, value)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.values[p.Name] = v
+	c.mu.Unlock()
+	return nil
+}
+
+// SetRuntime applies CONFIG SET name value pairs atomically: all are validated first and none
+// is applied if any fails.
+func (c *Config) SetRuntime(pairs [][2]string) error {
+	type change struct{ name, value string }
+	var changes []change
+	for _, kv := range pairs {
+		p, v, err := Validate(kv[0], kv[1])
+		if err != nil {
+			return err
+		}
+		if !p.Mutable {
+			if p.Fixed && v == p.Default {
+				continue // setting a fixed value to itself is harmless
+			}
+			return &ErrImmutable{Name: p.Name}
+		}
+		changes = append(changes, change{p.Name, v})
+	}
+	c.mu.Lock()
+	for _, ch := range changes {
+		c.values[ch.name] = ch.value
+	}
+	c.mu.Unlock()
+	if c.onChange != nil {
+		for _, ch := range changes {
+			c.onChange(ch.name, ch.value)
+		}
+	}
+	return nil
+}
+
+// Shards resolves the shards setting ("auto" = 4 per core, rounded up to a power of two).
+func (c *Config) Shards() int {
+	v := c.Get("shards")
+	if v == "auto" {
+		n := 1
+		for n < 4*runtime.GOMAXPROCS(0) {
+			n <<= 1
+		}
+		return n
+	}
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// Checks.
+
+func anyValue(v string) (string, error) { return v, nil }
+
+func nonEmpty(v string) (string, error) {
+	if v == "" {
+		return "", fmt.Errorf("must not be empty")
+	}
+	return v, nil
+}
+
+func oneOf(vals ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		lv := strings.ToLower(v)
+		for _, ok := range vals {
+			if lv == ok {
+				return ok, nil
+			}
+		}
+		return "", fmt.Errorf("argument(s) must be one of the following: %s", strings.Join(vals, ", "))
+	}
+}
+
+func intRange(lo, hi int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("argument couldn't be parsed into an integer")
+		}
+		if n < lo || n > hi {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+func memRange(lo, hi int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := ParseMemory(v)
+		if err != nil {
+			return "", err
+		}
+		if n < lo || n > hi {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+func shardsCheck(v string) (string, error) {
+	if strings.ToLower(v) == "auto" {
+		return "auto", nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1024 || n&(n-1) != 0 {
+		return "", fmt.Errorf("must be auto or a power of two from 1 to 1024")
+	}
+	return strconv.Itoa(n), nil
+}
+
+// ParseMemory parses a Redis memory value: a number with an optional unit k, kb, m, mb, g, gb
+// (k = 1000, kb = 1024, ...), case-insensitive.
+func ParseMemory(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("argument must be a memory value")
+	}
+	return n * mul, nil
+}

@@ -1,0 +1,23 @@
+// Package keyspace is Lavik's keyspace: keys split into shards by hash, each shard owning an
+// in-memory index partition (index.go), a value log (package vlog) and its expiry bookkeeping.
+//
+// A shard's lock covers only memory: lookups take the index entry (location, version) under the
+// read lock and read the value from the SSD outside any lock, then verify the record's CRC and
+// key. Writers append a record to the shard's log tail and update the index under the write
+// lock; they never wait for the disk while holding it. Read-modify-write commands (INCR,
+// APPEND, RENAME, ...) run as optimistic transactions (tx.go): the function runs under the locks
+// of every shard it touches; if it needs a value that is on disk, the locks are dropped, the
+// value is read, and the function runs again if and only if no key it looked at changed.
+//
+// Durability is per connection: a Session remembers the highest log position it produced in
+// each shard, and Session.Wait (called before a batch's replies go out) group-commits those
+// logs according to the appendfsync policy.
+//
+// Databases (SELECT 0-15) are part of the key identity: the hash, the index entry and every
+// record carry the database number.
+//
+// Expiry is lazy (every access checks expire-at; an expired key is never returned) plus an
+// active cycle (expire.go) that sweeps each shard's entries incrementally. Removing an expired
+// key writes no record: its newest record already carries the expire-at, so recovery drops it
+// too.
+package keyspace

@@ -1,0 +1,414 @@
+package keyspace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Value types stored in the index and in records.
+const (
+	TypeString uint8 = 0
+)
+
+// RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
+// edit and OBJECT ENCODING reports "raw". It is stored in the record's type byte too.
+const RawHint uint8 = 0x10
+
+// TypeName is the name TYPE reports for a value type.
+func TypeName(t uint8) string {
+	switch t {
+	case TypeString:
+		return "string"
+	}
+	return "none"
+}
+
+// MaxDatabases is the largest number of databases (SELECT indexes) a keyspace supports.
+const MaxDatabases = 256
+
+// Errors.
+var (
+	// ErrCorrupt wraps vlog.ErrCorrupt: a record failed verification and was not served.
+	ErrCorrupt = vlog.ErrCorrupt
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("keyspace: closed")
+)
+
+// Options configure a Keyspace.
+type Options struct {
+	FS  vfs.FS
+	Dir string
+	// Shards is the number of shards, a power of two. Too few: writers of different keys
+	// contend on one lock; too many: more files, more fsyncs per group commit, smaller batches.
+	// A few per core is right.
+	Shards      int
+	SegmentSize int64
+	Engine      vlog.Engine
+	Fsync       vlog.Fsync
+	Databases   int
+	Logger      *slog.Logger
+	// Now returns the current time in unix milliseconds; tests inject a clock.
+	Now func() int64
+}
+
+// Keyspace is the whole keyspace of a lavik-data process.
+type Keyspace struct {
+	opts      Options
+	shards    []*shard
+	shardBits int
+	log       *slog.Logger
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	stats struct {
+		hits, misses, expired, corrupt atomic.Uint64
+	}
+	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
+	fsync    atomic.Int32
+	loadTime time.Duration
+}
+
+type shard struct {
+	id  int
+	mu  sync.RWMutex
+	ix  *index
+	log *vlog.Log
+	// version is the last version handed out in this shard. Invariant: every entry's and
+	// every record's version <= version.
+	version  uint64
+	keys     []int64 // live entries per database (expired but not yet removed included)
+	expires  []int64 // entries with an expire-at per database
+	expPos   uint32  // active expiry cursor (entry index)
+	avgTTLMs atomic.Int64
+}
+
+// Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
+func Open(opts Options) (*Keyspace, error) {
+	if opts.Shards <= 0 || opts.Shards&(opts.Shards-1) != 0 || opts.Shards > 1024 {
+		return nil, fmt.Errorf("keyspace: shards must be a power of two from 1 to 1024, not %d", opts.Shards)
+	}
+	if opts.Databases <= 0 || opts.Databases > MaxDatabases {
+		return nil, fmt.Errorf("keyspace: databases must be 1..%d, not %d", MaxDatabases, opts.Databases)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	ks.fsync.Store(int32(opts.Fsync))
+	ks.shardBits = bits.TrailingZeros(uint(opts.Shards))
+	start := time.Now()
+	ks.shards = make([]*shard, opts.Shards)
+	errs := make([]error, opts.Shards)
+	// Replay shards in parallel, a few at a time.
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range ks.shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ks.shards[i], errs[i] = ks.openShard(i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range ks.shards {
+			if s != nil {
+				s.log.Close()
+			}
+		}
+		return nil, err
+	}
+	ks.loadTime = time.Since(start)
+	ks.wg.Add(2)
+	go ks.expireLoop()
+	go ks.syncLoop()
+	return ks, nil
+}
+
+func (ks *Keyspace) openShard(id int) (*shard, error) {
+	s := &shard{
+		id:      id,
+		ix:      newIndex(),
+		keys:    make([]int64, ks.opts.Databases),
+		expires: make([]int64, ks.opts.Databases),
+	}
+	now := ks.opts.Now()
+	var err error
+	s.log, err = vlog.Open(vlog.Options{
+		FS:          ks.opts.FS,
+		Dir:         filepath.Join(ks.opts.Dir, fmt.Sprintf("shard-%03d", id)),
+		SegmentSize: ks.opts.SegmentSize,
+		Engine:      ks.opts.Engine,
+		Fsync:       ks.opts.Fsync,
+		Logger:      ks.log.With("shard", id),
+	}, func(loc vlog.Loc, h vlog.Header, key []byte) error {
+		s.replayLocked(ks, loc, h, key, now)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
+	}
+	return s, nil
+}
+
+// replayLocked applies one record during recovery.
+func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte, now int64) {
+	s.version = max(s.version, h.Version)
+	db := h.DB
+	if int(db) >= len(s.keys) {
+		// Written with a larger --databases: keep such keys out of reach rather than fail.
+		return
+	}
+	switch h.Kind {
+	case vlog.KindFlushAll:
+		s.clearLocked()
+		return
+	case vlog.KindFlushDB:
+		s.flushDBLocked(db)
+		return
+	}
+	hash := ks.hash(db, key)
+	i, pos, found := s.ix.find(uint32(hash), db, key)
+	if found && s.ix.entry(i).version() > h.Version {
+		return // an older record than what the index holds
+	}
+	switch h.Kind {
+	case vlog.KindPut:
+		if h.ExpireAt != 0 && h.ExpireAt <= now {
+			if found {
+				s.removeLocked(i, pos)
+			}
+			return
+		}
+		var e *entry
+		if found {
+			e = s.ix.entry(i)
+			s.countLocked(e, -1)
+		} else {
+			_, e = s.ix.insert(uint32(hash), db, key)
+		}
+		e.meta = packMeta(h.Version, db, h.VType)
+		e.expireAt, e.seg, e.off, e.vlen = h.ExpireAt, loc.Seg, loc.Off, h.ValLen
+		s.countLocked(e, 1)
+	case vlog.KindDelete:
+		if found {
+			s.removeLocked(i, pos)
+		}
+	case vlog.KindExpire:
+		if !found {
+			return
+		}
+		if h.ExpireAt != 0 && h.ExpireAt <= now {
+			s.removeLocked(i, pos)
+			return
+		}
+		e := s.ix.entry(i)
+		s.countLocked(e, -1)
+		e.expireAt = h.ExpireAt
+		e.setVersion(h.Version)
+		s.countLocked(e, 1)
+	}
+}
+
+func (s *shard) countLocked(e *entry, d int64) {
+	s.keys[e.db()] += d
+	if e.expireAt != 0 {
+		s.expires[e.db()] += d
+	}
+}
+
+func (s *shard) removeLocked(i uint32, pos uint64) {
+	s.countLocked(s.ix.entry(i), -1)
+	s.ix.remove(i, pos)
+}
+
+func (s *shard) clearLocked() {
+	s.ix.clear()
+	clear(s.keys)
+	clear(s.expires)
+	s.expPos = 0
+}
+
+func (s *shard) flushDBLocked(db uint8) {
+	if s.keys[db] == 0 {
+		return
+	}
+	if s.keys[db] == int64(s.ix.count) {
+		s.clearLocked()
+		return
+	}
+	for i := uint32(0); i < s.ix.high; i++ {
+		e := s.ix.entry(i)
+		if !e.live() || e.db() != db {
+			continue
+		}
+		_, pos, ok := s.ix.find(uint32(hashKey(db, s.ix.key(e))), db, s.ix.key(e))
+		if ok {
+			s.removeLocked(i, pos)
+		}
+	}
+}
+
+// hashKey mixes the database into the key's hash: the top bits pick the shard, the low 32 bits
+// are the index hash.
+func hashKey(db uint8, key []byte) uint64 {
+	h := xxhash.Sum64(key) + uint64(db)*0x9E3779B97F4A7C15
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}
+
+func (ks *Keyspace) hash(db uint8, key []byte) uint64 { return hashKey(db, key) }
+
+func (ks *Keyspace) shardOf(h uint64) *shard {
+	if ks.shardBits == 0 {
+		return ks.shards[0]
+	}
+	return ks.shards[h>>(64-ks.shardBits)]
+}
+
+// SetFsync changes the appendfsync policy; it applies to the next durability wait.
+func (ks *Keyspace) SetFsync(f vlog.Fsync) { ks.fsync.Store(int32(f)) }
+
+// Fsync returns the appendfsync policy in force.
+func (ks *Keyspace) Fsync() vlog.Fsync { return vlog.Fsync(ks.fsync.Load()) }
+
+// ResetStats clears the counters CONFIG RESETSTAT resets.
+func (ks *Keyspace) ResetStats() {
+	ks.stats.hits.Store(0)
+	ks.stats.misses.Store(0)
+	ks.stats.expired.Store(0)
+}
+
+// Now returns the keyspace clock in unix milliseconds.
+func (ks *Keyspace) Now() int64 { return ks.opts.Now() }
+
+// Databases is the number of databases.
+func (ks *Keyspace) Databases() int { return ks.opts.Databases }
+
+// LoadTime is how long Open took to rebuild the index.
+func (ks *Keyspace) LoadTime() time.Duration { return ks.loadTime }
+
+// Close stops background work and syncs and closes every shard's log.
+func (ks *Keyspace) Close() error {
+	select {
+	case <-ks.stop:
+		return ErrClosed
+	default:
+	}
+	close(ks.stop)
+	ks.wg.Wait()
+	var errs []error
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		errs = append(errs, s.log.Close())
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// syncLoop fdatasyncs every shard once a second under "everysec" (and writes the tail to the OS
+// under "no", syncing only when the tail limit forces it).
+func (ks *Keyspace) syncLoop() {
+	defer ks.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ks.stop:
+			return
+		case <-t.C:
+		}
+		for _, s := range ks.shards {
+			var err error
+			switch ks.Fsync() {
+			case vlog.FsyncNo:
+				err = s.log.Flush(s.log.AppendedLSN(), false)
+			default:
+				err = s.log.Sync()
+			}
+			if err != nil && !errors.Is(err, vlog.ErrClosed) {
+				ks.log.Error("background sync failed", "shard", s.id, "err", err)
+			}
+		}
+	}
+}
+
+// WriteErr returns a write or sync error of any shard's log, or nil when all can write. The
+// server refuses write commands while it is set.
+func (ks *Keyspace) WriteErr() error {
+	for _, s := range ks.shards {
+		if err := s.log.WriteErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Session tracks what one connection must wait for before it replies.
+type Session struct {
+	ks      *Keyspace
+	pending []uint64 // per shard: highest LSN produced and not yet waited for
+	dirty   []int
+}
+
+// NewSession returns a session for one connection.
+func (ks *Keyspace) NewSession() *Session {
+	return &Session{ks: ks, pending: make([]uint64, len(ks.shards))}
+}
+
+func (se *Session) note(shard int, lsn uint64) {
+	if se.pending[shard] == 0 {
+		se.dirty = append(se.dirty, shard)
+	}
+	se.pending[shard] = max(se.pending[shard], lsn)
+}
+
+// Dirty reports whether the session has writes not yet waited for.
+func (se *Session) Dirty() bool { return len(se.dirty) > 0 }
+
+// Wait makes the session's writes as durable as the appendfsync policy promises: written to the
+// OS (everysec, no) or synced (always). It returns the first flush error.
+func (se *Session) Wait() error {
+	var first error
+	sync := se.ks.Fsync() == vlog.FsyncAlways
+	for _, i := range se.dirty {
+		if err := se.ks.shards[i].log.Flush(se.pending[i], sync); err != nil && first == nil {
+			first = err
+		}
+		se.pending[i] = 0
+	}
+	se.dirty = se.dirty[:0]
+	return first
+}
+
+// sortShards sorts and de-duplicates shard pointers by id (the lock order).
+func sortShards(ss []*shard) []*shard {
+	sort.Slice(ss, func(a, b int) bool { return ss[a].id < ss[b].id })
+	out := ss[:0]
+	for i, s := range ss {
+		if i == 0 || s != ss[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package keyspace
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Meta is what the index knows about a key without reading its value.
+type Meta struct {
+	Type     uint8
+	Raw      bool  // written by an in-place edit (see RawHint)
+	ExpireAt int64 // unix ms, 0 = none
+	Len      int   // value length in bytes
+	Version  uint64
+}
+
+func (e *entry) metaOf() Meta {
+	return Meta{Type: e.vtype(), Raw: e.raw(), ExpireAt: e.expireAt, Len: int(e.vlen), Version: e.version()}
+}
+
+func (e *entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }
+
+// Lookup returns a key's metadata. An expired key is reported missing (and removed).
+func (ks *Keyspace) Lookup(db int, key []byte) (Meta, bool) {
+	h := ks.hash(uint8(db), key)
+	s := ks.shardOf(h)
+	s.mu.RLock()
+	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+	if !ok {
+		s.mu.RUnlock()
+		return Meta{}, false
+	}
+	e := s.ix.entry(i)
+	if e.expired(ks.opts.Now()) {
+		s.mu.RUnlock()
+		ks.expireKey(s, h, uint8(db), key)
+		return Meta{}, false
+	}
+	m := e.metaOf()
+	s.mu.RUnlock()
+	return m, true
+}
+
+// expireKey removes key if it is (still) expired.
+func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, pos, ok := s.ix.find(uint32(h), db, key)
+	if ok && s.ix.entry(i).expired(ks.opts.Now()) {
+		s.removeLocked(i, pos)
+		ks.stats.expired.Add(1)
+	}
+}
+
+// pendingRead is one value fetch: prepared under the shard lock, completed outside it.
+type pendingRead struct {
+	rd    vlog.Read
+	db    uint8
+	key   []byte
+	vlen  int
+	ready bool // rd was prepared
+	err   error
+}
+
+// prepareLocked prepares the read of e's record. The shard lock is held (read or write).
+func (s *shard) prepareLocked(p *pendingRead, e *entry, db uint8, key []byte) {
+	p.db, p.key, p.vlen = db, key, int(e.vlen)
+	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, e.recordSize())
+	p.ready = p.err == nil
+}
+
+// value verifies the completed read and returns the value bytes (aliasing the read's buffer).
+func (ks *Keyspace) value(p *pendingRead) ([]byte, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.rd.Err != nil {
+		return nil, ks.readErr(p.rd.Err)
+	}
+	h, key, val, err := vlog.DecodeRecord(p.rd.Data)
+	if err != nil {
+		return nil, ks.readErr(err)
+	}
+	if h.DB != p.db || !bytes.Equal(key, p.key) || len(val) != p.vlen {
+		return nil, ks.readErr(fmt.Errorf("%w: index points at a record of another key", vlog.ErrCorrupt))
+	}
+	return val, nil
+}
+
+func (ks *Keyspace) readErr(err error) error {
+	if isCorrupt(err) {
+		ks.stats.corrupt.Add(1)
+		ks.log.Error("corrupt record not served", "err", err)
+	}
+	return fmt.Errorf("keyspace: %w", err)
+}
+
+// Get reads a key's value and calls fn with it; val is valid only during fn. It reports whether
+// the key exists. An expired key does not exist.
+func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, error) {
+	h := ks.hash(uint8(db), key)
+	s := ks.shardOf(h)
+	var p pendingRead
+	s.mu.RLock()
+	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+	if !ok {
+		s.mu.RUnlock()
+		ks.stats.misses.Add(1)
+		return false, nil
+	}
+	e := s.ix.entry(i)
+	if e.expired(ks.opts.Now()) {
+		s.mu.RUnlock()
+		ks.expireKey(s, h, uint8(db), key)
+		ks.stats.misses.Add(1)
+		return false, nil
+	}
+	m := e.metaOf()
+	s.prepareLocked(&p, e, uint8(db), key)
+	s.mu.RUnlock()
+	ks.stats.hits.Add(1)
+	if p.ready {
+		reads := [1]*vlog.Read{&p.rd}
+		vlog.Submit(ks.opts.Engine, reads[:])
+		defer p.rd.Release()
+	}
+	val, err := ks.value(&p)
+	if err != nil {
+		return true, err
+	}
+	fn(val, m)
+	return true, nil
+}
+
+// MGet reads many keys with one batch of disk reads and calls fn for each key in order, with
+// ok false for a missing key and err set for a read that failed. val is valid only during fn.
+func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, ok bool, err error)) {
+	ps := make([]pendingRead, len(keys))
+	found := make([]bool, len(keys))
+	now := ks.opts.Now()
+	for k, key := range keys {
+		h := ks.hash(uint8(db), key)
+		s := ks.shardOf(h)
+		s.mu.RLock()
+		i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+		if ok {
+			e := s.ix.entry(i)
+			if e.expired(now) {
+				s.mu.RUnlock()
+				ks.expireKey(s, h, uint8(db), key)
+				ks.stats.misses.Add(1)
+				continue
+			}
+			s.prepareLocked(&ps[k], e, uint8(db), key)
+			found[k] = true
+		}
+		s.mu.RUnlock()
+		if ok {
+			ks.stats.hits.Add(1)
+		} else {
+			ks.stats.misses.Add(1)
+		}
+	}
+	reads := make([]*vlog.Read, 0, len(keys))
+	for k := range ps {
+		if ps[k].ready {
+			reads = append(reads, &ps[k].rd)
+		}
+	}
+	vlog.Submit(ks.opts.Engine, reads)
+	for k := range keys {
+		if !found[k] {
+			fn(k, nil, false, nil)
+			continue
+		}
+		val, err := ks.value(&ps[k])
+		fn(k, val, err == nil, err)
+		if ps[k].ready {
+			ps[k].rd.Release()
+		}
+	}
+}

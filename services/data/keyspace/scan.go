@@ -1,0 +1,232 @@
+package keyspace
+
+import (
+	"errors"
+	"math/rand/v2"
+
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Scan visits keys of db from cursor and returns the next cursor (0 when the iteration is
+// complete). The cursor is shard<<32 | entry index: entries never move while their key lives,
+// so every key present for the whole iteration is returned at least once, whatever inserts,
+// deletes and table growth happen between calls (a key deleted and re-added may show twice).
+// It stops after count keys of db, or after visiting a bounded number of entries. fn gets the
+// key (valid only during the call) and its metadata; expired keys are skipped.
+func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m Meta)) uint64 {
+	if count <= 0 {
+		count = 10
+	}
+	budget := max(count*8, 1024)
+	si, ei := int(cursor>>32), uint32(cursor)
+	now := ks.opts.Now()
+	got := 0
+	for si < len(ks.shards) {
+		s := ks.shards[si]
+		s.mu.RLock()
+		for ; ei < s.ix.high && got < count && budget > 0; ei++ {
+			budget--
+			e := s.ix.entry(ei)
+			if !e.live() || int(e.db()) != db || e.expired(now) {
+				continue
+			}
+			got++
+			fn(s.ix.key(e), e.metaOf())
+		}
+		done := ei >= s.ix.high
+		s.mu.RUnlock()
+		if !done {
+			return uint64(si)<<32 | uint64(ei)
+		}
+		si, ei = si+1, 0
+		if got >= count || budget <= 0 {
+			break
+		}
+	}
+	if si >= len(ks.shards) {
+		return 0
+	}
+	return uint64(si) << 32
+}
+
+// ValidCursor reports whether cursor could have been returned by Scan.
+func (ks *Keyspace) ValidCursor(cursor uint64) bool { return cursor>>32 < uint64(len(ks.shards)) }
+
+// Keys calls fn for every live key of db (the key is valid only during the call).
+func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
+	var c uint64
+	for {
+		c = ks.Scan(db, c, 4096, fn)
+		if c == 0 {
+			return
+		}
+	}
+}
+
+// RandomKey returns a random live key of db, or nil when db is empty.
+func (ks *Keyspace) RandomKey(db int) []byte {
+	now := ks.opts.Now()
+	for attempt := 0; attempt < 64; attempt++ {
+		s := ks.shards[rand.IntN(len(ks.shards))]
+		s.mu.RLock()
+		if s.keys[db] > 0 && s.ix.high > 0 {
+			for probe := 0; probe < 32; probe++ {
+				e := s.ix.entry(uint32(rand.IntN(int(s.ix.high))))
+				if e.live() && int(e.db()) == db && !e.expired(now) {
+					k := append([]byte(nil), s.ix.key(e)...)
+					s.mu.RUnlock()
+					return k
+				}
+			}
+		}
+		s.mu.RUnlock()
+	}
+	// Sparse database: walk from a random shard until a key turns up.
+	start := rand.IntN(len(ks.shards))
+	for n := range ks.shards {
+		var found []byte
+		c := uint64((start+n)%len(ks.shards)) << 32
+		for found == nil {
+			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte(nil), key...) })
+			if c == 0 || c>>32 != uint64((start+n)%len(ks.shards)) {
+				break
+			}
+		}
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// DBSize returns the number of keys in db (including expired keys not yet removed, as Redis).
+func (ks *Keyspace) DBSize(db int) int64 {
+	var n int64
+	for _, s := range ks.shards {
+		s.mu.RLock()
+		n += s.keys[db]
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// DBInfo is one database's line in INFO keyspace.
+type DBInfo struct {
+	Keys, Expires int64
+	AvgTTLMs      int64
+}
+
+// Info returns per-database counts.
+func (ks *Keyspace) Info() []DBInfo {
+	out := make([]DBInfo, ks.opts.Databases)
+	var ttlSum, ttlN int64
+	for _, s := range ks.shards {
+		s.mu.RLock()
+		for db := range out {
+			out[db].Keys += s.keys[db]
+			out[db].Expires += s.expires[db]
+		}
+		s.mu.RUnlock()
+		if a := s.avgTTLMs.Load(); a > 0 {
+			ttlSum += a
+			ttlN++
+		}
+	}
+	for db := range out {
+		if out[db].Expires > 0 && ttlN > 0 {
+			out[db].AvgTTLMs = ttlSum / ttlN
+		}
+	}
+	return out
+}
+
+// FlushDB removes every key of db. The FLUSHDB record in each shard makes it durable.
+func (ks *Keyspace) FlushDB(se *Session, db int) error {
+	var errs []error
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		if s.keys[db] > 0 {
+			h := vlog.Header{Kind: vlog.KindFlushDB, DB: uint8(db), Version: s.version + 1}
+			if _, lsn, err := s.log.Append(h, nil, nil); err != nil {
+				errs = append(errs, err)
+			} else {
+				s.version++
+				se.note(s.id, lsn)
+				s.flushDBLocked(uint8(db))
+			}
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// FlushAll removes every key of every database and deletes the old segment files: each shard
+// starts a new segment whose first record is FLUSHALL, syncs it, and only then drops the older
+// segments, so a crash at any point either keeps the old data or none of it.
+func (ks *Keyspace) FlushAll(se *Session) error {
+	var errs []error
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		err := func() error {
+			id, err := s.log.Rotate()
+			if err != nil {
+				return err
+			}
+			h := vlog.Header{Kind: vlog.KindFlushAll, Version: s.version + 1}
+			if _, _, err := s.log.Append(h, nil, nil); err != nil {
+				return err
+			}
+			s.version++
+			if err := s.log.Sync(); err != nil {
+				return err
+			}
+			s.clearLocked()
+			s.log.DropSegmentsBefore(id)
+			return nil
+		}()
+		s.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are keyspace-wide counters for INFO.
+type Stats struct {
+	Hits, Misses, ExpiredKeys, CorruptReads uint64
+	Keys                                    int64
+	IndexBytes                              int64 // slots, entries and key arenas
+	Log                                     vlog.LogStats
+	Engine                                  vlog.EngineStats
+	EngineName                              string
+	Shards                                  int
+	LoadTime                                float64
+}
+
+// Stats collects counters from every shard.
+func (ks *Keyspace) Stats() Stats {
+	st := Stats{
+		Hits: ks.stats.hits.Load(), Misses: ks.stats.misses.Load(),
+		ExpiredKeys: ks.stats.expired.Load(), CorruptReads: ks.stats.corrupt.Load(),
+		Engine: ks.opts.Engine.Stats(), EngineName: ks.opts.Engine.Name(),
+		Shards: len(ks.shards), LoadTime: ks.loadTime.Seconds(),
+	}
+	for _, s := range ks.shards {
+		s.mu.RLock()
+		st.Keys += int64(s.ix.count)
+		st.IndexBytes += int64(len(s.ix.slots))*8 + int64(len(s.ix.chunks))*entryChunk*40 + s.ix.arena.bytes()
+		s.mu.RUnlock()
+		ls := s.log.Stats()
+		st.Log.Segments += ls.Segments
+		st.Log.DiskBytes += ls.DiskBytes
+		st.Log.TailBytes += ls.TailBytes
+		st.Log.Appends += ls.Appends
+		st.Log.Writes += ls.Writes
+		st.Log.Syncs += ls.Syncs
+		st.Log.BytesWritten += ls.BytesWritten
+		st.Log.Corrupt += ls.Corrupt
+		st.Log.TornBytesCut += ls.TornBytesCut
+	}
+	return st
+}

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/services/data/commands"
+)
+
+const (
+	// maxBatch is how many pipelined commands one read may parse.
+	maxBatch = 128
+	// flushAt is the reply size at which a batch's replies are written before the batch ends.
+	flushAt = 64 << 10
+)
+
+// countingReader counts bytes read from a connection for INFO stats.
+type countingReader struct {
+	r io.Reader
+	s *Server
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.s.stats.netIn.Add(uint64(n))
+	return n, err
+}
+
+// conn is one client connection's state.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	cl  *commands.Client
+	rd  *resp.Reader
+	w   *resp.Writer
+	ctx commands.Ctx
+	// writeSpans are the reply ranges of write commands in the pending output, replaced by
+	// an error if their durability wait fails.
+	writeSpans [][2]int
+}
+
+func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.clients, cl.ID)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &conn{s: s, nc: nc, cl: cl, w: resp.NewWriter()}
+	c.rd = resp.NewReader(countingReader{nc, s}, *s.limits.Load())
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession()}
+	cmds := make([]resp.Command, 0, maxBatch)
+	for {
+		if t := s.cfg.Int("timeout"); t > 0 {
+			nc.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
+		}
+		if !cl.Authed && s.cfg.Get("requirepass") != "" {
+			c.rd.SetLimits(unauthLimits)
+		} else {
+			c.rd.SetLimits(*s.limits.Load())
+		}
+		var err error
+		cmds, err = c.rd.ReadCommands(cmds[:0], maxBatch)
+		cl.QueryBuf.Store(int64(c.rd.Buffered()))
+		for i := range cmds {
+			c.dispatch(cmds[i].Args)
+			if c.cl.CloseAfterReply {
+				break
+			}
+			if c.w.Len() >= flushAt && !c.flush() {
+				return
+			}
+		}
+		if err != nil {
+			var pe *resp.ProtocolError
+			switch {
+			case errors.As(err, &pe):
+				s.stats.protoErrs.Add(1)
+				s.log.Debug("protocol error", "client", cl.Addr, "err", pe.Msg)
+				c.w.Error("ERR " + pe.Msg)
+			case errors.Is(err, resp.ErrQueryBufferLimit):
+				s.stats.qbufKills.Add(1)
+				s.log.Warn("client closed for exceeding the query buffer limit", "client", cl.Addr,
+					"limit", s.cfg.Get("client-query-buffer-limit"))
+			}
+			c.flush()
+			return
+		}
+		if !c.flush() || c.cl.CloseAfterReply {
+			return
+		}
+	}
+}
+
+// flush waits for the batch's durability and writes the pending replies. It reports whether
+// the connection is still usable.
+func (c *conn) flush() bool {
+	if c.ctx.Sess.Dirty() {
+		if err := c.ctx.Sess.Wait(); err != nil {
+			c.s.log.Error("write not durable; failing its replies", "client", c.cl.Addr, "err", err)
+			c.replaceWriteReplies(commands.ErrorLine(err))
+		}
+	}
+	c.writeSpans = c.writeSpans[:0]
+	if c.w.Len() == 0 {
+		return true
+	}
+	n, err := c.nc.Write(c.w.Bytes())
+	c.s.stats.netOut.Add(uint64(n))
+	c.w.Reset()
+	return err == nil
+}
+
+// replaceWriteReplies rewrites the pending output with msg in place of every write command's
+// reply.
+func (c *conn) replaceWriteReplies(msg string) {
+	out := append([]byte(nil), c.w.Bytes()...)
+	c.w.Truncate(0)
+	prev := 0
+	for _, sp := range c.writeSpans {
+		c.w.Raw(out[prev:sp[0]])
+		c.w.Error(msg)
+		prev = sp[1]
+	}
+	c.w.Raw(out[prev:])
+}
+
+// dispatch admits one command through the table and runs it.
+func (c *conn) dispatch(args [][]byte) {
+	s := c.s
+	s.stats.cmds.Add(1)
+	c.cl.LastActive.Store(time.Now().UnixMilli())
+	mark := c.w.Len()
+	cmd := commands.Lookup(args[0])
+	if cmd == nil {
+		c.reject(nil, unknownCommand(args))
+		return
+	}
+	if cmd.Subcommands != nil && len(args) >= 2 {
+		if sub := cmd.LookupSub(args[1]); sub != nil {
+			cmd = sub
+		} else if cmd.Handler == nil || cmd.Name == "command" {
+			c.reject(cmd, commands.UnknownSubcommand(cmd, args[1]))
+			return
+		}
+	}
+	if !cmd.CheckArity(len(args)) {
+		c.reject(cmd, commands.ArityError(cmd))
+		return
+	}
+	if !c.cl.Authed && cmd.Flags&commands.FlagNoAuth == 0 && s.cfg.Get("requirepass") != "" {
+		c.reject(cmd, commands.ErrNoAuth)
+		return
+	}
+	if cmd.Flags&commands.FlagWrite != 0 {
+		if err := s.ks.WriteErr(); err != nil {
+			c.reject(cmd, commands.Error(commands.ErrorLine(err)+"; write commands are refused until it succeeds"))
+			return
+		}
+	}
+	if cmd.Handler == nil {
+		c.reject(cmd, commands.ArityError(cmd))
+		return
+	}
+	c.cl.SetLastCmd(cmd.Name)
+	ctx := &c.ctx
+	ctx.Args, ctx.Cmd, ctx.Failed = args, cmd, false
+	before := c.cl.ReplyMode
+	start := time.Now()
+	if !c.run(cmd, ctx, mark) {
+		return
+	}
+	cmd.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
+	cmd.Stats.Calls.Add(1)
+	if ctx.Failed {
+		cmd.Stats.Failed.Add(1)
+		s.stats.errReplies.Add(1)
+	}
+	if cmd.Flags&commands.FlagWrite != 0 && c.w.Len() > mark {
+		c.writeSpans = append(c.writeSpans, [2]int{mark, c.w.Len()})
+	}
+	c.applyReplyMode(cmd, before, mark)
+}
+
+// run calls the handler. A panic is a bug in Lavik, never the client's fault: it is logged
+// with its stack, the command gets an error reply, and the connection is closed; the server
+// and every other client go on.
+func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("command panicked", "cmd", cmd.Name, "client", c.cl.Addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.w.Truncate(mark)
+			c.w.Error("ERR lavik: internal error while running '" + cmd.Name + "' (logged); closing the connection")
+			cmd.Stats.Failed.Add(1)
+			c.cl.CloseAfterReply = true
+			ok = false
+		}
+	}()
+	cmd.Handler(ctx)
+	return true
+}
+
+// applyReplyMode drops replies as CLIENT REPLY OFF|SKIP asks.
+func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, mark int) {
+	cl := c.cl
+	if cmd.Name == "client|reply" {
+		switch cl.ReplyMode {
+		case commands.ReplyOff:
+			c.dropReply(mark)
+		case commands.ReplySkip:
+			c.dropReply(mark)
+			cl.ReplyMode, cl.SkipNext = before, true
+			if before == commands.ReplySkip {
+				cl.ReplyMode = commands.ReplyOn
+			}
+		}
+		return
+	}
+	switch {
+	case before == commands.ReplyOff:
+		c.dropReply(mark)
+	case cl.SkipNext:
+		c.dropReply(mark)
+		cl.SkipNext = false
+	}
+}
+
+func (c *conn) dropReply(mark int) {
+	c.w.Truncate(mark)
+	for len(c.writeSpans) > 0 && c.writeSpans[len(c.writeSpans)-1][0] >= mark {
+		c.writeSpans = c.writeSpans[:len(c.writeSpans)-1]
+	}
+}
+
+// reject replies with err for a command that was not run, counting it as Redis does
+// (rejected_calls for known commands).
+func (c *conn) reject(cmd *commands.Command, err commands.Error) {
+	if cmd != nil {
+		cmd.Stats.Rejected.Add(1)
+	}
+	c.s.stats.errReplies.Add(1)
+	mark := c.w.Len()
+	c.w.Error(string(err))
+	if c.cl.ReplyMode == commands.ReplyOff {
+		c.w.Truncate(mark)
+	} else if c.cl.SkipNext {
+		c.w.Truncate(mark)
+		c.cl.SkipNext = false
+	}
+}
+
+// unknownCommand formats Redis 7's unknown-command error.
+func unknownCommand(args [][]byte) commands.Error {
+	name := args[0]
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		room := 128 - b.Len()
+		if len(a) > room {
+			a = a[:room]
+		}
+		b.WriteString("'" + string(a) + "' ")
+	}
+	return commands.Error("ERR unknown command '" + string(name) + "', with args beginning with: " + b.String())
+}

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config     *config.Config
+	Keyspace   *keyspace.Keyspace
+	Logger     *slog.Logger
+	ConfigFile string
+}
+
+// Server accepts RESP connections and runs their commands.
+type Server struct {
+	cfg  *config.Config
+	ks   *keyspace.Keyspace
+	log  *slog.Logger
+	ln   net.Listener
+	port int
+
+	started    time.Time
+	runID      string
+	configFile string
+
+	limits atomic.Pointer[resp.Limits]
+
+	mu      sync.Mutex
+	clients map[int64]*commands.Client
+	nextID  atomic.Int64
+	wg      sync.WaitGroup
+
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+	closed       atomic.Bool
+
+	stats struct {
+		conns, cmds, rejected, netIn, netOut, protoErrs, errReplies, qbufKills atomic.Uint64
+		opsPerSec                                                             atomic.Int64
+	}
+}
+
+// New creates a server; Listen and Serve start it.
+func New(o Options) *Server {
+	id := make([]byte, 20)
+	rand.Read(id)
+	s := &Server{
+		cfg: o.Config, ks: o.Keyspace, log: o.Logger, started: time.Now(),
+		runID: hex.EncodeToString(id), configFile: o.ConfigFile,
+		clients: map[int64]*commands.Client{}, shutdown: make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.updateLimits()
+	return s
+}
+
+// updateLimits refreshes the protocol limits from the config (called on CONFIG SET).
+func (s *Server) updateLimits() {
+	s.limits.Store(&resp.Limits{
+		MaxBulkLen:      s.cfg.Int("proto-max-bulk-len"),
+		MaxMultibulkLen: math.MaxInt32, // Redis 7 bounds the count by INT_MAX only
+		MaxQueryBuffer:  s.cfg.Int("client-query-buffer-limit"),
+	})
+}
+
+// Redis's limits for a client that has not authenticated yet, so that an unauthenticated
+// connection cannot make the server buffer much.
+var unauthLimits = resp.Limits{MaxMultibulkLen: 10, MaxBulkLen: 16384, MaxQueryBuffer: 1 << 20}
+
+// ConfigChanged applies a run-time configuration change.
+func (s *Server) ConfigChanged(name, value string) {
+	switch name {
+	case "proto-max-bulk-len", "client-query-buffer-limit":
+		s.updateLimits()
+	case "appendfsync":
+		f, _ := vlog.ParseFsync(value)
+		s.ks.SetFsync(f)
+	}
+}
+
+// Listen binds the configured address.
+func (s *Server) Listen() error {
+	addr := net.JoinHostPort(s.cfg.Get("bind"), s.cfg.Get("port"))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	s.ln = ln
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	// With --port 0 the kernel picked the port: CONFIG GET port reports the real one.
+	s.cfg.SetStartup("port", strconv.Itoa(s.port))
+	return nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until Close.
+func (s *Server) Serve() error {
+	go s.opsSampler()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closed.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("accept failed", "err", err)
+			time.Sleep(10 * time.Millisecond) // EMFILE and friends: don't spin
+			continue
+		}
+		s.stats.conns.Add(1)
+		s.mu.Lock()
+		if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
+			s.mu.Unlock()
+			s.stats.rejected.Add(1)
+			nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			nc.Close()
+			continue
+		}
+		cl := s.newClient(nc)
+		s.clients[cl.ID] = cl
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(nc, cl)
+	}
+}
+
+func (s *Server) newClient(nc net.Conn) *commands.Client {
+	cl := &commands.Client{
+		ID:      s.nextID.Add(1),
+		Addr:    nc.RemoteAddr().String(),
+		LAddr:   nc.LocalAddr().String(),
+		Created: time.Now(),
+		Close:   func() { nc.Close() },
+	}
+	cl.Proto.Store(2)
+	cl.LastActive.Store(time.Now().UnixMilli())
+	return cl
+}
+
+// opsSampler computes instantaneous_ops_per_sec once a second.
+func (s *Server) opsSampler() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last := s.stats.cmds.Load()
+	for {
+		select {
+		case <-s.shutdown:
+			return
+		case <-t.C:
+		}
+		now := s.stats.cmds.Load()
+		s.stats.opsPerSec.Store(int64(now - last))
+		last = now
+	}
+}
+
+// Done is closed when SHUTDOWN asks the process to stop.
+func (s *Server) Done() <-chan struct{} { return s.shutdown }
+
+// Shutdown implements commands.Server: it asks the process to stop.
+func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+
+// Close stops accepting, closes every connection and waits for their goroutines, so that no
+// command is running when the keyspace is closed after it.
+func (s *Server) Close() {
+	s.closed.Store(true)
+	s.Shutdown()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Lock()
+	for _, cl := range s.clients {
+		cl.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// Config implements commands.Server.
+func (s *Server) Config() *config.Config { return s.cfg }
+
+// Clients implements commands.Server.
+func (s *Server) Clients() []*commands.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*commands.Client, 0, len(s.clients))
+	for _, c := range s.clients {
+		out = append(out, c)
+	}
+	sortClients(out)
+	return out
+}
+
+func sortClients(cs []*commands.Client) {
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && cs[j].ID < cs[j-1].ID; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}
+
+// Stats implements commands.Server.
+func (s *Server) Stats() commands.ServerStats {
+	s.mu.Lock()
+	n := len(s.clients)
+	s.mu.Unlock()
+	exe, _ := os.Executable()
+	return commands.ServerStats{
+		Started: s.started, Port: s.port, ConfigFile: s.configFile, Executable: exe, RunID: s.runID,
+		ConnectionsReceived: s.stats.conns.Load(), CommandsProcessed: s.stats.cmds.Load(),
+		RejectedConnections: s.stats.rejected.Load(), NetInputBytes: s.stats.netIn.Load(),
+		NetOutputBytes: s.stats.netOut.Load(), OpsPerSec: s.stats.opsPerSec.Load(),
+		ProtocolErrors: s.stats.protoErrs.Load(), ConnectedClients: int64(n),
+		TotalErrorReplies: s.stats.errReplies.Load(), ClientQueryBufLimitKills: s.stats.qbufKills.Load(),
+	}
+}
+
+// ResetStats implements commands.Server.
+func (s *Server) ResetStats() {
+	s.stats.conns.Store(0)
+	s.stats.cmds.Store(0)
+	s.stats.rejected.Store(0)
+	s.stats.netIn.Store(0)
+	s.stats.netOut.Store(0)
+	s.stats.protoErrs.Store(0)
+	s.stats.errReplies.Store(0)
+	s.stats.qbufKills.Store(0)
+}

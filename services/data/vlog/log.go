@@ -1,0 +1,486 @@
+package vlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+)
+
+// Fsync is the appendfsync policy.
+type Fsync int
+
+// Fsync policies, as Redis's appendfsync.
+const (
+	// FsyncEverysec writes before replying and fdatasyncs once a second (the default).
+	FsyncEverysec Fsync = iota
+	// FsyncAlways replies only after a group-committed fdatasync.
+	FsyncAlways
+	// FsyncNo writes before replying and leaves syncing to the tail limit and the OS.
+	FsyncNo
+)
+
+// ParseFsync parses an appendfsync value.
+func ParseFsync(s string) (Fsync, error) {
+	switch strings.ToLower(s) {
+	case "everysec":
+		return FsyncEverysec, nil
+	case "always":
+		return FsyncAlways, nil
+	case "no":
+		return FsyncNo, nil
+	}
+	return 0, fmt.Errorf("vlog: appendfsync must be always, everysec or no, not %q", s)
+}
+
+func (f Fsync) String() string {
+	switch f {
+	case FsyncAlways:
+		return "always"
+	case FsyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// Loc is where a record lives: segment id and byte offset in it.
+type Loc struct {
+	Seg uint32
+	Off uint32
+}
+
+// Options configure one shard's log.
+type Options struct {
+	FS  vfs.FS
+	Dir string // the shard's directory; created if missing
+	// SegmentSize is the size at which the active segment is sealed and a new one started. Too
+	// low: many files and frequent rotation syncs; too high: reclamation (later) works in
+	// coarser units. Must be at most MaxSegmentSize because offsets are 32 bits.
+	SegmentSize int64
+	Engine      Engine
+	Fsync       Fsync
+	// MaxTail bounds the bytes written but not yet synced that are kept in memory for reads;
+	// past it the next flush also syncs. Too low: syncs on the write path under "everysec";
+	// too high: memory.
+	MaxTail int64
+	Logger  *slog.Logger
+}
+
+// MaxSegmentSize is the largest allowed SegmentSize (offsets in a Loc are uint32 and one
+// record may overflow a segment by up to MaxRecordSize).
+const MaxSegmentSize = 2 << 30
+
+// ErrClosed is returned by operations on a closed log.
+var ErrClosed = errors.New("vlog: log closed")
+
+// WriteError is a failure to write or sync the log (disk full, I/O error). The records stay in
+// memory and the next flush retries them; while the error stands the server refuses writes.
+type WriteError struct {
+	Op  string // "write" or "sync"
+	Err error
+}
+
+func (e *WriteError) Error() string { return "vlog: " + e.Op + " segment: " + e.Err.Error() }
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+type segment struct {
+	id     uint32
+	path   string
+	rf     vfs.File // read side, O_DIRECT where supported
+	direct bool
+	refs   atomic.Int32 // readers in flight plus one for being listed
+	fs     vfs.FS
+	remove bool // set when dropped; the last reference closes and removes the file
+}
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.rf.Close()
+		if s.remove {
+			s.fs.Remove(s.path)
+		}
+	}
+}
+
+// Log is one shard's value log. Append, Read and Flush are safe for concurrent use.
+type Log struct {
+	opts Options
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	segs map[uint32]*segment
+	// active is the segment being appended to; wf its write handle.
+	active *segment
+	wf     vfs.File
+	// Invariant: tailOff <= writtenOff <= size, and tail holds bytes [tailOff, size) of the
+	// active segment. Bytes below tailOff are synced; below writtenOff, written to the OS.
+	size       int64
+	writtenOff int64
+	tailOff    int64
+	tail       []byte
+	// lsnBase is the LSN of offset 0 of the active segment; LSNs count bytes across segments.
+	lsnBase  uint64
+	flushing bool // a group-commit leader is writing outside mu
+	// writeErr is the last write or sync failure; cleared by the next success. While set, the
+	// server refuses write commands.
+	writeErr error
+	closed   bool
+
+	stats struct {
+		appends, writes, syncs, bytes atomic.Uint64
+	}
+	corrupt  atomic.Uint64 // corrupt records found by replay or reads
+	tornCuts atomic.Uint64 // bytes cut off torn tails at open
+}
+
+// ReplayFunc is called by Open for every verified record in log order.
+type ReplayFunc func(loc Loc, h Header, key []byte) error
+
+const segSuffix = ".seg"
+
+func segName(id uint32) string { return fmt.Sprintf("%08d%s", id, segSuffix) }
+
+// Open opens (creating if needed) the log in opts.Dir, replays every record through fn and
+// leaves the log ready for appends.
+func Open(opts Options, fn ReplayFunc) (*Log, error) {
+	if opts.SegmentSize <= 0 || opts.SegmentSize > MaxSegmentSize {
+		return nil, fmt.Errorf("vlog: segment size %d out of range (1..%d)", opts.SegmentSize, MaxSegmentSize)
+	}
+	if opts.MaxTail <= 0 {
+		opts.MaxTail = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	l := &Log{opts: opts, log: opts.Logger, segs: map[uint32]*segment{}}
+	l.cond = sync.NewCond(&l.mu)
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("vlog: %w", err)
+	}
+	names, err := opts.FS.List(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("vlog: %w", err)
+	}
+	var ids []uint32
+	for _, n := range names {
+		if !strings.HasSuffix(n, segSuffix) {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSuffix(n, segSuffix), 10, 32)
+		if err != nil {
+			continue
+		}
+		ids = append(ids, uint32(id))
+	}
+	for i, id := range ids {
+		last := i == len(ids)-1
+		good, err := l.replaySegment(id, last, fn)
+		if err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		seg, err := l.openSegment(id)
+		if err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		l.segs[id] = seg
+		if last {
+			wf, err := opts.FS.OpenReadWrite(seg.path)
+			if err != nil {
+				l.closeAll()
+				return nil, fmt.Errorf("vlog: %w", err)
+			}
+			l.active, l.wf = seg, wf
+			l.size, l.writtenOff, l.tailOff = good, good, good
+		}
+	}
+	if l.active == nil {
+		if err := l.newSegmentLocked(1); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Log) openSegment(id uint32) (*segment, error) {
+	p := filepath.Join(l.opts.Dir, segName(id))
+	rf, direct, err := l.opts.FS.OpenDirect(p)
+	if err != nil {
+		return nil, fmt.Errorf("vlog: %w", err)
+	}
+	s := &segment{id: id, path: p, rf: rf, direct: direct, fs: l.opts.FS}
+	s.refs.Store(1)
+	return s, nil
+}
+
+func (l *Log) closeAll() {
+	for _, s := range l.segs {
+		s.release()
+	}
+	if l.wf != nil {
+		l.wf.Close()
+	}
+}
+
+// newSegmentLocked creates segment id, makes its name durable and makes it active. The caller
+// has synced the previous active segment.
+func (l *Log) newSegmentLocked(id uint32) error {
+	p := filepath.Join(l.opts.Dir, segName(id))
+	wf, err := l.opts.FS.Create(p)
+	if err != nil {
+		return fmt.Errorf("vlog: create segment: %w", err)
+	}
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+		wf.Close()
+		return fmt.Errorf("vlog: sync dir: %w", err)
+	}
+	seg, err := l.openSegment(id)
+	if err != nil {
+		wf.Close()
+		return err
+	}
+	if l.wf != nil {
+		l.wf.Close()
+		l.lsnBase += uint64(l.size)
+	}
+	l.segs[id] = seg
+	l.active, l.wf = seg, wf
+	l.size, l.writtenOff, l.tailOff = 0, 0, 0
+	l.tail = l.tail[:0]
+	return nil
+}
+
+// Append adds a record and returns its location and the LSN just past it. The record is
+// readable at once (from the tail) and durable after Flush(lsn).
+func (l *Log) Append(h Header, key, val []byte) (Loc, uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return Loc{}, 0, ErrClosed
+	}
+	n := RecordSize(len(key), len(val))
+	if n > MaxRecordSize {
+		return Loc{}, 0, fmt.Errorf("vlog: record of %d bytes over the %d limit", n, MaxRecordSize)
+	}
+	if l.size > 0 && l.size+n > l.opts.SegmentSize {
+		if err := l.rotateLocked(); err != nil {
+			return Loc{}, 0, err
+		}
+	}
+	loc := Loc{Seg: l.active.id, Off: uint32(l.size)}
+	l.tail = AppendRecord(l.tail, h, key, val)
+	l.size += n
+	l.stats.appends.Add(1)
+	return loc, l.lsnBase + uint64(l.size), nil
+}
+
+// rotateLocked writes and syncs the active segment, then starts the next one.
+func (l *Log) rotateLocked() error {
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if err := l.writeTailLocked(true); err != nil {
+		return err
+	}
+	return l.newSegmentLocked(l.active.id + 1)
+}
+
+// writeTailLocked writes the unwritten tail and optionally syncs, holding mu throughout.
+func (l *Log) writeTailLocked(sync bool) error {
+	buf := l.tail[l.writtenOff-l.tailOff:]
+	if len(buf) > 0 {
+		if _, err := l.wf.WriteAt(buf, l.writtenOff); err != nil {
+			l.writeErr = &WriteError{Op: "write", Err: err}
+			return l.writeErr
+		}
+		l.stats.writes.Add(1)
+		l.stats.bytes.Add(uint64(len(buf)))
+		l.writtenOff = l.size
+	}
+	if sync && l.tailOff < l.size {
+		if err := l.wf.Sync(); err != nil {
+			l.writeErr = &WriteError{Op: "sync", Err: err}
+			return l.writeErr
+		}
+		l.stats.syncs.Add(1)
+		l.trimTailLocked(l.size)
+	}
+	l.writeErr = nil
+	return nil
+}
+
+func (l *Log) trimTailLocked(upTo int64) {
+	n := int(upTo - l.tailOff)
+	if n <= 0 {
+		return
+	}
+	rest := copy(l.tail, l.tail[n:])
+	l.tail = l.tail[:rest]
+	l.tailOff = upTo
+	// A tail that once held a burst should not pin its peak size for ever.
+	if cap(l.tail) > 4*int(l.opts.MaxTail) && rest < int(l.opts.MaxTail) {
+		l.tail = append(make([]byte, 0, rest), l.tail...)
+	}
+}
+
+// AppendedLSN is the LSN just past the last appended record.
+func (l *Log) AppendedLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lsnBase + uint64(l.size)
+}
+
+// Flush returns once every record up to lsn has been written to the OS and, when sync is true,
+// made durable. Concurrent callers group-commit: one leader writes (and syncs) everything
+// appended so far while the others wait for it.
+func (l *Log) Flush(lsn uint64, sync bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.lsnBase+uint64(l.writtenOff) >= lsn && (!sync || l.lsnBase+uint64(l.tailOff) >= lsn) {
+			return nil
+		}
+		if l.closed {
+			return ErrClosed
+		}
+		if l.flushing {
+			l.cond.Wait()
+			continue
+		}
+		// Lead: write everything appended so far outside the lock. Appends may continue: they
+		// add bytes past buf (or move the tail to a new array), never touching buf's bytes.
+		l.flushing = true
+		wf, start, end := l.wf, l.writtenOff, l.size
+		buf := l.tail[start-l.tailOff : end-l.tailOff]
+		doSync := sync || end-l.tailOff > l.opts.MaxTail
+		l.mu.Unlock()
+		var err error
+		if len(buf) > 0 {
+			if _, werr := wf.WriteAt(buf, start); werr != nil {
+				err = &WriteError{Op: "write", Err: werr}
+			}
+			l.stats.writes.Add(1)
+			l.stats.bytes.Add(uint64(len(buf)))
+		}
+		if err == nil && doSync {
+			if serr := wf.Sync(); serr != nil {
+				err = &WriteError{Op: "sync", Err: serr}
+			}
+			l.stats.syncs.Add(1)
+		}
+		l.mu.Lock()
+		l.flushing = false
+		l.cond.Broadcast()
+		if err != nil {
+			l.writeErr = err
+			return err
+		}
+		l.writeErr = nil
+		l.writtenOff = end
+		if doSync {
+			l.trimTailLocked(end)
+		}
+	}
+}
+
+// Sync makes everything appended so far durable.
+func (l *Log) Sync() error { return l.Flush(l.AppendedLSN(), true) }
+
+// WriteErr returns the last write or sync failure, or nil once writing works again.
+func (l *Log) WriteErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeErr
+}
+
+// Close syncs and closes the log.
+func (l *Log) Close() error {
+	err := l.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	l.cond.Broadcast()
+	l.closeAll()
+	return err
+}
+
+// Rotate syncs the active segment, starts a new one and returns its id. FLUSHALL uses it: the
+// FLUSHALL record goes first in the new segment and, once it is synced, DropSegmentsBefore
+// removes everything older, which can no longer matter.
+func (l *Log) Rotate() (uint32, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.rotateLocked(); err != nil {
+		return 0, err
+	}
+	return l.active.id, nil
+}
+
+// DropSegmentsBefore removes every segment older than id. Files are removed once the last
+// reader using them is done.
+func (l *Log) DropSegmentsBefore(id uint32) {
+	l.mu.Lock()
+	var drop []*segment
+	for sid, s := range l.segs {
+		if sid < id {
+			s.remove = true
+			drop = append(drop, s)
+			delete(l.segs, sid)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range drop {
+		s.release()
+	}
+}
+
+// LogStats are a log's counters and sizes.
+type LogStats struct {
+	Segments     int
+	DiskBytes    int64 // bytes in segment files, including the active segment's appended bytes
+	TailBytes    int64 // unsynced bytes held in memory
+	Appends      uint64
+	Writes       uint64
+	Syncs        uint64
+	BytesWritten uint64
+	Corrupt      uint64
+	TornBytesCut uint64
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() LogStats {
+	l.mu.Lock()
+	st := LogStats{Segments: len(l.segs), TailBytes: int64(len(l.tail))}
+	for _, s := range l.segs {
+		if s == l.active {
+			st.DiskBytes += l.size
+		} else if sz, err := s.rf.Size(); err == nil {
+			st.DiskBytes += sz
+		}
+	}
+	l.mu.Unlock()
+	st.Appends = l.stats.appends.Load()
+	st.Writes = l.stats.writes.Load()
+	st.Syncs = l.stats.syncs.Load()
+	st.BytesWritten = l.stats.bytes.Load()
+	st.Corrupt = l.corrupt.Load()
+	st.TornBytesCut = l.tornCuts.Load()
+	return st
+}

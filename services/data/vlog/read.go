@@ -1,0 +1,175 @@
+package vlog
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+)
+
+// Read is one record read, prepared by Log.PrepareRead and completed by Submit. After Submit,
+// Data holds exactly the record's bytes (or Err is set). Release returns its buffer.
+type Read struct {
+	Data []byte
+	Err  error
+
+	req  ReadReq
+	seg  *segment
+	skip int
+	n    int
+	buf  []byte // pooled buffer for the disk read, or nil
+	// aligned says buf came from the aligned pool (the segment is read with O_DIRECT).
+	aligned bool
+	mem  []byte // copy of an in-memory record
+}
+
+// PrepareRead sets r up to read the n-byte record at loc. A record still in the tail is copied
+// now (under the log's lock) and needs no I/O; otherwise the segment is pinned until Release.
+func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
+	*r = Read{n: n}
+	l.mu.Lock()
+	if l.active != nil && loc.Seg == l.active.id && int64(loc.Off) >= l.tailOff {
+		start := int64(loc.Off) - l.tailOff
+		if start+int64(n) > int64(len(l.tail)) {
+			l.mu.Unlock()
+			return fmt.Errorf("%w: record at %d:%d beyond the log end", ErrCorrupt, loc.Seg, loc.Off)
+		}
+		r.mem = append(getPlain(n), l.tail[start:start+int64(n)]...)
+		r.Data = r.mem
+		l.mu.Unlock()
+		return nil
+	}
+	seg := l.segs[loc.Seg]
+	if seg == nil {
+		l.mu.Unlock()
+		return fmt.Errorf("vlog: segment %d of shard log %s is gone", loc.Seg, l.opts.Dir)
+	}
+	seg.acquire()
+	l.mu.Unlock()
+	r.seg = seg
+	off := int64(loc.Off)
+	if seg.direct {
+		start := off &^ (vfs.AlignedBlock - 1)
+		end := (off + int64(n) + vfs.AlignedBlock - 1) &^ (vfs.AlignedBlock - 1)
+		r.buf = getAligned(int(end - start))
+		r.aligned = true
+		r.skip = int(off - start)
+		r.req = ReadReq{File: seg.rf, Off: start, Buf: r.buf, N: int(end - start)}
+	} else {
+		r.buf = getPlain(n)[:n]
+		r.req = ReadReq{File: seg.rf, Off: off, Buf: r.buf, N: n}
+	}
+	return nil
+}
+
+// Submit completes prepared reads with one engine batch.
+func Submit(e Engine, reads []*Read) {
+	var reqs []*ReadReq
+	var one [1]*ReadReq
+	for _, r := range reads {
+		if r.Data == nil && r.Err == nil && r.seg != nil {
+			if len(reads) == 1 {
+				one[0] = &r.req
+				reqs = one[:]
+			} else {
+				reqs = append(reqs, &r.req)
+			}
+		}
+	}
+	if len(reqs) > 0 {
+		e.Read(reqs)
+	}
+	for _, r := range reads {
+		if r.seg == nil || r.Data != nil || r.Err != nil {
+			continue
+		}
+		r.seg.release()
+		r.seg = nil
+		switch {
+		case r.req.Err != nil && r.req.Done < r.skip+r.n:
+			r.Err = fmt.Errorf("vlog: read: %w", r.req.Err)
+		case r.req.Done < r.skip+r.n:
+			r.Err = fmt.Errorf("%w: short read (%d of %d bytes)", ErrCorrupt, r.req.Done, r.skip+r.n)
+		default:
+			r.Data = r.buf[r.skip : r.skip+r.n]
+		}
+	}
+}
+
+// Release returns the read's buffers; Data must not be used afterwards.
+func (r *Read) Release() {
+	if r.seg != nil {
+		r.seg.release()
+		r.seg = nil
+	}
+	if r.buf != nil {
+		if r.aligned {
+			putAligned(r.buf)
+		} else {
+			putPlain(r.buf)
+		}
+	}
+	if r.mem != nil {
+		putPlain(r.mem)
+	}
+	*r = Read{}
+}
+
+// Buffer pools by power-of-two size class, 4 KiB to 1 MiB. Larger buffers are not pooled.
+const (
+	minClass = 12
+	maxClass = 20
+)
+
+var (
+	alignedPools [maxClass + 1]sync.Pool
+	plainPools   [maxClass + 1]sync.Pool
+)
+
+func sizeClass(n int) int {
+	c := minClass
+	for 1<<c < n {
+		c++
+	}
+	return c
+}
+
+func getAligned(n int) []byte {
+	c := sizeClass(n)
+	if c > maxClass {
+		return vfs.AlignedBuffer(n)
+	}
+	if b, ok := alignedPools[c].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return vfs.AlignedBuffer(1 << c)[:n]
+}
+
+func putAligned(b []byte) {
+	c := sizeClass(cap(b))
+	if c > maxClass || 1<<c != cap(b) {
+		return
+	}
+	b = b[:cap(b)]
+	alignedPools[c].Put(&b)
+}
+
+func getPlain(n int) []byte {
+	c := sizeClass(n)
+	if c > maxClass {
+		return make([]byte, 0, n)
+	}
+	if b, ok := plainPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1<<c)
+}
+
+func putPlain(b []byte) {
+	c := sizeClass(cap(b))
+	if c > maxClass || 1<<c != cap(b) {
+		return
+	}
+	b = b[:0]
+	plainPools[c].Put(&b)
+}
