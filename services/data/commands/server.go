@@ -36,7 +36,7 @@ func init() {
 			Summary: "Returns the server time.", Handler: timeCmd},
 		&Command{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti | FlagAllowBusy, Group: "server", Since: "1.0.0",
 			Complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
-			Summary: "Synchronously saves the database(s) to disk and shuts down the Redis server.", Handler: shutdownCmd},
+			Summary:    "Synchronously saves the database(s) to disk and shuts down the Redis server.", Handler: shutdownCmd},
 		&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the total number of Redis commands",
 			Summary: "Returns detailed information about all commands.", Handler: commandCmd,
 			Subcommands: map[string]*Command{

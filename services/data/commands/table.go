@@ -11,18 +11,18 @@ type Flag uint32
 
 // Command flags.
 const (
-	FlagWrite    Flag = 1 << iota // may modify the keyspace
-	FlagReadonly                  // reads keys, never modifies them
-	FlagFast                      // O(1) or O(log N)
-	FlagAdmin                     // administrative
-	FlagNoAuth                    // allowed before authentication
-	FlagLoading                   // allowed while loading
-	FlagStale                     // allowed on a stale replica
-	FlagDenyOOM                   // may grow memory use
-	FlagNoScript                  // not allowed in scripts
-	FlagNoMulti                   // not allowed in MULTI
-	FlagSkipSlowlog               // not logged in the slow log
-	FlagAllowBusy                 // allowed while a script is busy
+	FlagWrite       Flag = 1 << iota // may modify the keyspace
+	FlagReadonly                     // reads keys, never modifies them
+	FlagFast                         // O(1) or O(log N)
+	FlagAdmin                        // administrative
+	FlagNoAuth                       // allowed before authentication
+	FlagLoading                      // allowed while loading
+	FlagStale                        // allowed on a stale replica
+	FlagDenyOOM                      // may grow memory use
+	FlagNoScript                     // not allowed in scripts
+	FlagNoMulti                      // not allowed in MULTI
+	FlagSkipSlowlog                  // not logged in the slow log
+	FlagAllowBusy                    // allowed while a script is busy
 )
 
 var flagNames = []struct {

@@ -145,7 +145,9 @@ func (e *ErrBadValue) Error() string {
 // ErrImmutable reports a run-time change to a start-up-only setting.
 type ErrImmutable struct{ Name string }
 
-func (e *ErrImmutable) Error() string { return fmt.Sprintf("config: %s can't be changed at run time", e.Name) }
+func (e *ErrImmutable) Error() string {
+	return fmt.Sprintf("config: %s can't be changed at run time", e.Name)
+}
 
 // Validate checks and normalises one value for the named setting.
 func Validate(name, value string) (*Param, string, error) {

@@ -3,9 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"io"
 	"net"
+	"runtime/debug"
 	"strings"
 	"time"
 

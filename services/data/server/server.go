@@ -54,7 +54,7 @@ type Server struct {
 
 	stats struct {
 		conns, cmds, rejected, netIn, netOut, protoErrs, errReplies, qbufKills atomic.Uint64
-		opsPerSec                                                             atomic.Int64
+		opsPerSec                                                              atomic.Int64
 	}
 }
 

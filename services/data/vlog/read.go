@@ -20,7 +20,7 @@ type Read struct {
 	buf  []byte // pooled buffer for the disk read, or nil
 	// aligned says buf came from the aligned pool (the segment is read with O_DIRECT).
 	aligned bool
-	mem  []byte // copy of an in-memory record
+	mem     []byte // copy of an in-memory record
 }
 
 // PrepareRead sets r up to read the n-byte record at loc. A record still in the tail is copied
