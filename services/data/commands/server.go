@@ -156,7 +156,7 @@ func configGetCmd(c *Ctx) {
 func configSetCmd(c *Ctx) {
 	args := c.Args[2:]
 	if len(args)%2 != 0 {
-		c.Err(arityErr("config|set"))
+		c.Err(ErrSyntax)
 		return
 	}
 	var pairs [][2]string
