@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register(
-		&Command{Name: "ping", Arity: -1, Flags: FlagFast | FlagStale | FlagLoading, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+		&Command{Name: "ping", Arity: -1, Flags: FlagFast, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Returns the server's liveliness response.", Handler: pingCmd},
 		&Command{Name: "echo", Arity: 2, Flags: FlagFast | FlagStale | FlagLoading, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Returns the given string.", Handler: echoCmd},

@@ -48,7 +48,7 @@ func init() {
 		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "2.8.0",
 			Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
 			Summary:    "Iterates over the key names in the database.", Handler: scanCmd},
-		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly, Group: "generic", Since: "1.0.0",
+		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly, Group: "generic", ExtraACL: []string{"@dangerous"}, Since: "1.0.0",
 			Complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
 			Summary:    "Returns all key names that match a pattern.", Handler: keysCmd},
 		&Command{Name: "randomkey", Arity: 1, Flags: FlagReadonly, Group: "generic", Since: "1.0.0", Complexity: "O(1)",

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(
-		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", ExtraACL: []string{"@dangerous"}, Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Returns information and statistics about the server.", Handler: infoCmd},
 		&Command{Name: "config", Arity: -2, Group: "server", Since: "2.0.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for server configuration commands.",
@@ -26,11 +26,11 @@ func init() {
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
 			}},
-		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", ExtraACL: []string{"@keyspace"}, Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Returns the number of keys in the database.", Handler: dbsizeCmd},
-		&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite, Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the number of keys in the selected database",
+		&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite, Group: "server", ExtraACL: []string{"@keyspace", "@dangerous"}, Since: "1.0.0", Complexity: "O(N) where N is the number of keys in the selected database",
 			Summary: "Remove all keys from the current database.", Handler: flushdbCmd},
-		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite, Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the total number of keys in all databases",
+		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite, Group: "server", ExtraACL: []string{"@keyspace", "@dangerous"}, Since: "1.0.0", Complexity: "O(N) where N is the total number of keys in all databases",
 			Summary: "Removes all keys from all databases.", Handler: flushallCmd},
 		&Command{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", Since: "2.6.0", Complexity: "O(1)",
 			Summary: "Returns the server time.", Handler: timeCmd},
@@ -48,7 +48,7 @@ func init() {
 					Summary: "Returns documentary information about one, multiple or all commands.", Handler: commandDocsCmd},
 				"list": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) where N is the total number of Redis commands",
 					Summary: "Returns a list of command names.", Handler: commandListCmd},
-				"getkeys": {Arity: -3, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(N) where N is the number of arguments to the command",
+				"getkeys": {Arity: -4, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(N) where N is the number of arguments to the command",
 					Summary: "Extracts the key names from an arbitrary command.", Handler: commandGetkeysCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
@@ -200,9 +200,13 @@ func configResetstatCmd(c *Ctx) {
 	c.OK()
 }
 
-// ACL categories derived from the table, as Redis reports them.
+// ACL categories derived from the table, as Redis reports them: read/write from the flags, the
+// data-type category from the group, plus the command's ExtraACL. Containers are only @slow.
 func aclCategories(cmd *Command) []string {
-	var out []string
+	if cmd.Subcommands != nil && cmd.Handler == nil {
+		return []string{"@slow"}
+	}
+	out := append([]string(nil), cmd.ExtraACL...)
 	if cmd.Flags&FlagWrite != 0 {
 		out = append(out, "@write")
 	}
@@ -219,6 +223,9 @@ func aclCategories(cmd *Command) []string {
 	}
 	if cmd.Flags&FlagAdmin != 0 {
 		out = append(out, "@admin", "@dangerous")
+	}
+	if cmd.Name == "command" || cmd.Parent != nil && cmd.Parent.Name == "command" {
+		out = append(out, "@connection")
 	}
 	if cmd.Flags&FlagFast != 0 {
 		out = append(out, "@fast")
@@ -435,24 +442,22 @@ func commandListCmd(c *Ctx) {
 func commandGetkeysCmd(c *Ctx) {
 	args := c.Args[2:]
 	cmd := Lookup(args[0])
+	if cmd != nil && cmd.Subcommands != nil && len(args) > 1 {
+		cmd = cmd.LookupSub(args[1])
+	}
 	if cmd == nil {
 		c.Err(Error("ERR Invalid command specified"))
 		return
 	}
-	if cmd.Subcommands != nil && len(args) > 1 {
-		if sub := cmd.LookupSub(args[1]); sub != nil {
-			cmd = sub
-		}
+	if cmd.FirstKey == 0 {
+		c.Err(Error("ERR The command has no key arguments"))
+		return
 	}
 	if !cmd.CheckArity(len(args)) {
 		c.Err(Error("ERR Invalid number of arguments specified for command"))
 		return
 	}
 	pos := cmd.KeyIndexes(len(args))
-	if len(pos) == 0 {
-		c.Err(Error("ERR The command has no key arguments"))
-		return
-	}
 	c.W.Array(len(pos))
 	for _, p := range pos {
 		c.W.Bulk(args[p])

@@ -59,6 +59,9 @@ type Command struct {
 	Since                   string
 	Complexity              string
 	Handler                 func(c *Ctx)
+	// ExtraACL lists ACL categories Redis gives the command beyond those derived from its
+	// flags and group (see aclCategories).
+	ExtraACL []string
 	// Subcommands, for container commands (CLIENT, CONFIG, COMMAND, OBJECT). The container
 	// has no handler of its own; HELP is answered from this list.
 	Subcommands map[string]*Command

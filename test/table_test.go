@@ -1,0 +1,977 @@
+package test
+
+// TestCommandTable walks the command table the running server reports (COMMAND, COMMAND LIST)
+// and checks every entry against what the server does: the arity in the table is the arity the
+// dispatcher enforces, COMMAND INFO agrees with COMMAND, COMMAND GETKEYS finds the keys a real
+// invocation names, write commands change exactly those keys and nothing else does, and only
+// no_auth commands run before AUTH. Each command needs a sample invocation in tblSamples, so a
+// command added to the table without one fails here.
+//
+// The file speaks RESP2 over its own small connection type rather than the shared helpers, so
+// that it sees status, bulk and error replies exactly as sent and does not depend on what a
+// client library does when it connects.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lavikdb/lavik/test/harness"
+)
+
+// tblRequired are the commands and subcommands the server must list, each with Redis 7.0's
+// arity and key positions (first, last, step), which clients rely on to check arguments and to
+// route keys; LAVIK_TEST_SERVER=redis checks these values against redis-server itself. Against
+// redis-server, which has hundreds more commands, the walk is restricted to these.
+var tblRequired = []tblRef{
+	{"ping", -1, 0, 0, 0}, {"echo", 2, 0, 0, 0}, {"quit", -1, 0, 0, 0}, {"hello", -1, 0, 0, 0},
+	{"auth", -2, 0, 0, 0}, {"select", 2, 0, 0, 0}, {"client", -2, 0, 0, 0}, {"client|id", 2, 0, 0, 0},
+	{"client|setname", 3, 0, 0, 0}, {"client|getname", 2, 0, 0, 0}, {"client|list", -2, 0, 0, 0},
+	{"client|info", 2, 0, 0, 0}, {"client|kill", -3, 0, 0, 0}, {"client|reply", 3, 0, 0, 0},
+	{"client|no-evict", 3, 0, 0, 0}, {"info", -1, 0, 0, 0}, {"config", -2, 0, 0, 0},
+	{"config|get", -3, 0, 0, 0}, {"config|set", -4, 0, 0, 0}, {"config|resetstat", 2, 0, 0, 0},
+	{"dbsize", 1, 0, 0, 0}, {"flushdb", -1, 0, 0, 0}, {"flushall", -1, 0, 0, 0}, {"time", 1, 0, 0, 0},
+	{"shutdown", -1, 0, 0, 0}, {"get", 2, 1, 1, 1}, {"set", -3, 1, 1, 1}, {"setnx", 3, 1, 1, 1},
+	{"setex", 4, 1, 1, 1}, {"psetex", 4, 1, 1, 1}, {"mget", -2, 1, -1, 1}, {"mset", -3, 1, -1, 2},
+	{"msetnx", -3, 1, -1, 2}, {"getset", 3, 1, 1, 1}, {"getdel", 2, 1, 1, 1}, {"getex", -2, 1, 1, 1},
+	{"append", 3, 1, 1, 1}, {"strlen", 2, 1, 1, 1}, {"getrange", 4, 1, 1, 1}, {"substr", 4, 1, 1, 1},
+	{"setrange", 4, 1, 1, 1}, {"incr", 2, 1, 1, 1}, {"decr", 2, 1, 1, 1}, {"incrby", 3, 1, 1, 1},
+	{"decrby", 3, 1, 1, 1}, {"incrbyfloat", 3, 1, 1, 1}, {"del", -2, 1, -1, 1},
+	{"unlink", -2, 1, -1, 1}, {"exists", -2, 1, -1, 1}, {"type", 2, 1, 1, 1}, {"expire", -3, 1, 1, 1},
+	{"pexpire", -3, 1, 1, 1}, {"expireat", -3, 1, 1, 1}, {"pexpireat", -3, 1, 1, 1},
+	{"ttl", 2, 1, 1, 1}, {"pttl", 2, 1, 1, 1}, {"expiretime", 2, 1, 1, 1},
+	{"pexpiretime", 2, 1, 1, 1}, {"persist", 2, 1, 1, 1}, {"rename", 3, 1, 2, 1},
+	{"renamenx", 3, 1, 2, 1}, {"copy", -3, 1, 2, 1}, {"move", 3, 1, 1, 1}, {"scan", -2, 0, 0, 0},
+	{"keys", 2, 0, 0, 0}, {"randomkey", 1, 0, 0, 0}, {"touch", -2, 1, -1, 1}, {"object", -2, 0, 0, 0},
+	{"object|encoding", 3, 2, 2, 1}, {"command", -1, 0, 0, 0}, {"command|count", 2, 0, 0, 0},
+	{"command|info", -2, 0, 0, 0}, {"command|docs", -2, 0, 0, 0}, {"command|list", -2, 0, 0, 0},
+}
+
+type tblRef struct {
+	name                     string
+	arity, first, last, step int64
+}
+
+// tblSample is one realistic invocation of a command and what it must do.
+type tblSample struct {
+	name  string     // full name as COMMAND reports it ("config|get")
+	setup [][]string // run on the invoking connection first, on an empty keyspace
+	// args is the invocation; nil for a container, which has no behaviour of its own.
+	args []string
+	keys []string // the keys args names, in argument order, as COMMAND GETKEYS must return them
+	// changes are the keys whose value or expiry the invocation changes, created or removes;
+	// "1:k" is key k in database 1. Exactly these must differ afterwards.
+	changes []string
+	// want is the expected reply: string (bulk), tblSimple, tblErr, int, nil (null), []any,
+	// or a tblCheck.
+	want any
+	// authArgs, for a no_auth command, is an invocation that succeeds before AUTH on a server
+	// started with --requirepass pw.
+	authArgs []string
+	closes   bool // the server closes the connection after replying
+}
+
+// tblSamples must hold one entry per command and subcommand the server lists.
+var tblSamples = []tblSample{
+	// connection
+	{name: "ping", args: []string{"PING"}, want: tblSimple("PONG")},
+	{name: "echo", args: []string{"ECHO", "hello"}, want: "hello"},
+	{name: "quit", args: []string{"QUIT"}, want: tblOK, closes: true, authArgs: []string{"QUIT"}},
+	{name: "hello", args: []string{"HELLO", "2"}, want: tblArrayHead("server"),
+		authArgs: []string{"HELLO", "2", "AUTH", "default", "pw"}},
+	// The default user has no password here, so any password is accepted for it.
+	{name: "auth", args: []string{"AUTH", "default", "whatever"}, want: tblOK, authArgs: []string{"AUTH", "pw"}},
+	{name: "select", args: []string{"SELECT", "1"}, want: tblOK},
+	{name: "client"},
+	{name: "client|id", args: []string{"CLIENT", "ID"}, want: tblIntIn(1, 1<<62)},
+	{name: "client|setname", args: []string{"CLIENT", "SETNAME", "tbl"}, want: tblOK},
+	{name: "client|getname", args: []string{"CLIENT", "GETNAME"}, want: nil},
+	{name: "client|list", args: []string{"CLIENT", "LIST"}, want: tblContains("id=")},
+	{name: "client|info", args: []string{"CLIENT", "INFO"}, want: tblContains("id=")},
+	// A filter that matches nobody.
+	{name: "client|kill", args: []string{"CLIENT", "KILL", "ID", "999999999"}, want: 0},
+	{name: "client|reply", args: []string{"CLIENT", "REPLY", "ON"}, want: tblOK},
+	{name: "client|no-evict", args: []string{"CLIENT", "NO-EVICT", "ON"}, want: tblOK},
+	{name: "client|help", args: []string{"CLIENT", "HELP"}, want: tblHelp("CLIENT")},
+
+	// server
+	{name: "info", args: []string{"INFO", "server"}, want: tblContains("redis_version:")},
+	{name: "config"},
+	{name: "config|get", args: []string{"CONFIG", "GET", "timeout"}, want: []any{"timeout", "0"}},
+	{name: "config|set", args: []string{"CONFIG", "SET", "timeout", "0"}, want: tblOK},
+	{name: "config|resetstat", args: []string{"CONFIG", "RESETSTAT"}, want: tblOK},
+	{name: "config|help", args: []string{"CONFIG", "HELP"}, want: tblHelp("CONFIG")},
+	{name: "dbsize", setup: tblSetAB, args: []string{"DBSIZE"}, want: 2},
+	{name: "flushdb", setup: tblTwoDBs, args: []string{"FLUSHDB"}, changes: []string{"a"}, want: tblOK},
+	{name: "flushall", setup: tblTwoDBs, args: []string{"FLUSHALL"}, changes: []string{"1:b", "a"}, want: tblOK},
+	{name: "time", args: []string{"TIME"}, want: tblCheck(tblTime)},
+	// Run last, by TestCommandTable/Shutdown, which checks that the server goes.
+	{name: "shutdown", args: []string{"SHUTDOWN", "NOSAVE"}},
+	{name: "command", args: []string{"COMMAND"}, want: tblArrayMin(10)},
+	{name: "command|count", args: []string{"COMMAND", "COUNT"}, want: tblIntIn(10, 1<<20)},
+	{name: "command|info", args: []string{"COMMAND", "INFO", "get"}, want: tblCommandInfoOf("get")},
+	{name: "command|docs", args: []string{"COMMAND", "DOCS", "get"}, want: tblArrayHead("get")},
+	{name: "command|list", args: []string{"COMMAND", "LIST"}, want: tblHas("get")},
+	{name: "command|getkeys", args: []string{"COMMAND", "GETKEYS", "SET", "k", "v"}, want: []any{"k"}},
+	{name: "command|help", args: []string{"COMMAND", "HELP"}, want: tblHelp("COMMAND")},
+
+	// string
+	{name: "get", setup: tblSetK("v1"), args: []string{"GET", "k"}, keys: tblK, want: "v1"},
+	{name: "set", setup: tblSetK("old"), args: []string{"SET", "k", "new"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "setnx", args: []string{"SETNX", "k", "v"}, keys: tblK, changes: tblK, want: 1},
+	{name: "setex", args: []string{"SETEX", "k", "100", "v"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "psetex", args: []string{"PSETEX", "k", "100000", "v"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "mget", setup: tblSetAB, args: []string{"MGET", "a", "b"}, keys: tblAB, want: []any{"1", "2"}},
+	{name: "mset", setup: tblSetAB, args: []string{"MSET", "a", "x", "b", "y"}, keys: tblAB, changes: tblAB, want: tblOK},
+	{name: "msetnx", args: []string{"MSETNX", "a", "1", "b", "2"}, keys: tblAB, changes: tblAB, want: 1},
+	{name: "getset", setup: tblSetK("old"), args: []string{"GETSET", "k", "new"}, keys: tblK, changes: tblK, want: "old"},
+	{name: "getdel", setup: tblSetK("v"), args: []string{"GETDEL", "k"}, keys: tblK, changes: tblK, want: "v"},
+	{name: "getex", setup: tblSetK("v"), args: []string{"GETEX", "k", "EX", "100"}, keys: tblK, changes: tblK, want: "v"},
+	{name: "append", setup: tblSetK("ab"), args: []string{"APPEND", "k", "cd"}, keys: tblK, changes: tblK, want: 4},
+	{name: "strlen", setup: tblSetK("hello"), args: []string{"STRLEN", "k"}, keys: tblK, want: 5},
+	{name: "getrange", setup: tblSetK("hello"), args: []string{"GETRANGE", "k", "1", "3"}, keys: tblK, want: "ell"},
+	{name: "substr", setup: tblSetK("hello"), args: []string{"SUBSTR", "k", "1", "3"}, keys: tblK, want: "ell"},
+	{name: "setrange", setup: tblSetK("hello"), args: []string{"SETRANGE", "k", "1", "a"}, keys: tblK, changes: tblK, want: 5},
+	{name: "incr", setup: tblSetK("10"), args: []string{"INCR", "k"}, keys: tblK, changes: tblK, want: 11},
+	{name: "decr", setup: tblSetK("10"), args: []string{"DECR", "k"}, keys: tblK, changes: tblK, want: 9},
+	{name: "incrby", setup: tblSetK("10"), args: []string{"INCRBY", "k", "5"}, keys: tblK, changes: tblK, want: 15},
+	{name: "decrby", setup: tblSetK("10"), args: []string{"DECRBY", "k", "5"}, keys: tblK, changes: tblK, want: 5},
+	{name: "incrbyfloat", setup: tblSetK("10"), args: []string{"INCRBYFLOAT", "k", "1.5"}, keys: tblK, changes: tblK, want: "11.5"},
+
+	// generic
+	{name: "del", setup: tblSetABC, args: []string{"DEL", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
+	{name: "unlink", setup: tblSetABC, args: []string{"UNLINK", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
+	{name: "exists", setup: tblSetABC, args: []string{"EXISTS", "a", "x"}, keys: []string{"a", "x"}, want: 1},
+	{name: "touch", setup: tblSetAB, args: []string{"TOUCH", "a", "b", "c"}, keys: []string{"a", "b", "c"}, want: 2},
+	{name: "type", setup: tblSetK("v"), args: []string{"TYPE", "k"}, keys: tblK, want: tblSimple("string")},
+	{name: "expire", setup: tblSetK("v"), args: []string{"EXPIRE", "k", "100"}, keys: tblK, changes: tblK, want: 1},
+	{name: "pexpire", setup: tblSetK("v"), args: []string{"PEXPIRE", "k", "100000"}, keys: tblK, changes: tblK, want: 1},
+	{name: "expireat", setup: tblSetK("v"), args: []string{"EXPIREAT", "k", "4102444800"}, keys: tblK, changes: tblK, want: 1},
+	{name: "pexpireat", setup: tblSetK("v"), args: []string{"PEXPIREAT", "k", "4102444800000"}, keys: tblK, changes: tblK, want: 1},
+	{name: "ttl", setup: tblSetKEx, args: []string{"TTL", "k"}, keys: tblK, want: tblIntIn(1, 100)},
+	{name: "pttl", setup: tblSetKEx, args: []string{"PTTL", "k"}, keys: tblK, want: tblIntIn(1, 100000)},
+	{name: "expiretime", setup: [][]string{{"SET", "k", "v", "EXAT", "4102444800"}},
+		args: []string{"EXPIRETIME", "k"}, keys: tblK, want: 4102444800},
+	{name: "pexpiretime", setup: [][]string{{"SET", "k", "v", "PXAT", "4102444800123"}},
+		args: []string{"PEXPIRETIME", "k"}, keys: tblK, want: 4102444800123},
+	{name: "persist", setup: tblSetKEx, args: []string{"PERSIST", "k"}, keys: tblK, changes: tblK, want: 1},
+	{name: "rename", setup: tblSetA, args: []string{"RENAME", "a", "b"}, keys: tblAB, changes: tblAB, want: tblOK},
+	{name: "renamenx", setup: tblSetA, args: []string{"RENAMENX", "a", "b"}, keys: tblAB, changes: tblAB, want: 1},
+	{name: "copy", setup: tblSetA, args: []string{"COPY", "a", "b"}, keys: tblAB, changes: []string{"b"}, want: 1},
+	{name: "move", setup: tblSetK("v"), args: []string{"MOVE", "k", "1"}, keys: tblK, changes: []string{"1:k", "k"}, want: 1},
+	{name: "scan", setup: tblSetAB, args: []string{"SCAN", "0", "COUNT", "100"}, want: tblScanOf("a", "b")},
+	{name: "keys", setup: tblSetAB, args: []string{"KEYS", "*"}, want: tblSetOf("a", "b")},
+	{name: "randomkey", setup: tblSetA, args: []string{"RANDOMKEY"}, want: "a"},
+	{name: "object"},
+	{name: "object|encoding", setup: tblSetK("12345"), args: []string{"OBJECT", "ENCODING", "k"}, keys: tblK, want: "int"},
+	{name: "object|help", args: []string{"OBJECT", "HELP"}, want: tblHelp("OBJECT")},
+}
+
+var (
+	tblK      = []string{"k"}
+	tblAB     = []string{"a", "b"}
+	tblSetA   = [][]string{{"SET", "a", "1"}}
+	tblSetAB  = [][]string{{"SET", "a", "1"}, {"SET", "b", "2"}}
+	tblSetABC = [][]string{{"SET", "a", "1"}, {"SET", "b", "2"}, {"SET", "c", "3"}}
+	tblSetKEx = [][]string{{"SET", "k", "v", "EX", "100"}}
+	// tblTwoDBs puts a in db 0 and b in db 1, so FLUSHDB and FLUSHALL can be told apart.
+	tblTwoDBs = [][]string{{"SET", "a", "1"}, {"SELECT", "1"}, {"SET", "b", "2"}, {"SELECT", "0"}}
+)
+
+func tblSetK(v string) [][]string { return [][]string{{"SET", "k", v}} }
+
+func TestCommandTable(t *testing.T) {
+	s := harness.Start(t)
+	ctl := tblDial(t, s.Addr)
+
+	// Everything COMMAND reports, subcommands included, by full name.
+	infos := map[string]*tblInfo{}
+	all, ok := ctl.do("COMMAND").([]any)
+	if !ok {
+		t.Fatalf("COMMAND: not an array")
+	}
+	for _, v := range all {
+		info, err := tblParseInfo(v)
+		if err != nil {
+			t.Fatalf("COMMAND: %v", err)
+		}
+		for _, i := range append([]*tblInfo{info}, info.subs...) {
+			if infos[i.name] != nil {
+				t.Errorf("COMMAND reports %s twice", i.name)
+			}
+			infos[i.name] = i
+		}
+	}
+	if got := ctl.do("COMMAND", "COUNT"); got != int64(len(all)) {
+		t.Errorf("COMMAND COUNT = %s; COMMAND reports %d commands", tblShow(got), len(all))
+	}
+
+	listed := map[string]bool{}
+	list, _ := ctl.do("COMMAND", "LIST").([]any)
+	for _, v := range list {
+		name, _ := v.(string)
+		listed[name] = true
+		if infos[name] == nil {
+			t.Errorf("COMMAND LIST has %q, which COMMAND does not report", name)
+		}
+	}
+	for name := range infos {
+		if !listed[name] {
+			t.Errorf("COMMAND reports %s, which COMMAND LIST does not have", name)
+		}
+	}
+	var missing []string
+	for _, ref := range tblRequired {
+		if !listed[ref.name] {
+			missing = append(missing, ref.name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("COMMAND LIST lacks required commands: %s", strings.Join(missing, " "))
+	}
+
+	// The walk: everything the server lists, or against redis-server the required ones.
+	var walk []string
+	if harness.IsRedis() {
+		for _, ref := range tblRequired {
+			if listed[ref.name] {
+				walk = append(walk, ref.name)
+			}
+		}
+	} else {
+		for name := range listed {
+			walk = append(walk, name)
+		}
+	}
+	sort.Strings(walk)
+	t.Logf("walking %d commands and subcommands", len(walk))
+
+	samples := map[string]*tblSample{}
+	for i := range tblSamples {
+		sm := &tblSamples[i]
+		if samples[sm.name] != nil {
+			t.Fatalf("two samples for %s", sm.name)
+		}
+		samples[sm.name] = sm
+		if !harness.IsRedis() && !listed[sm.name] {
+			t.Errorf("sample for %s, which the server does not list", sm.name)
+		}
+	}
+	missing = nil
+	for _, name := range walk {
+		if samples[name] == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no sample invocation in tblSamples for %d listed commands: %s", len(missing), strings.Join(missing, " "))
+	}
+
+	t.Run("Arity", func(t *testing.T) {
+		c := tblDial(t, s.Addr)
+		for _, name := range walk {
+			info := infos[name]
+			head := strings.Split(strings.ToUpper(name), "|")
+			min := int(info.arity)
+			if min < 0 {
+				min = -min
+			}
+			var tries [][]string
+			// One argument short; skipped when that would leave out the (sub)command name
+			// itself, e.g. arity -1, where the bare command is legitimately valid.
+			if min-1 >= len(head) {
+				tries = append(tries, tblFill(head, min-1))
+			}
+			if info.arity > 0 {
+				tries = append(tries, tblFill(head, min+1))
+			}
+			want := tblErr("ERR wrong number of arguments for '" + name + "' command")
+			for _, args := range tries {
+				if got := c.do(args...); got != want {
+					t.Errorf("%s (arity %d): got %s, want %s", tblFmt(args), info.arity, tblShow(got), tblShow(want))
+				}
+			}
+		}
+	})
+
+	// Each subtest dials its own connections: a connection fails the test it was dialled for.
+	t.Run("CommandInfo", func(t *testing.T) {
+		ctl := tblDial(t, s.Addr)
+		for _, name := range walk {
+			want := infos[name]
+			if slices.Contains(want.flags, "write") && slices.Contains(want.flags, "readonly") {
+				t.Errorf("%s: flagged both write and readonly", name)
+			}
+			if want.first == 0 && (want.last != 0 || want.step != 0) || want.first > 0 && want.step <= 0 {
+				t.Errorf("%s: inconsistent key spec first %d last %d step %d", name, want.first, want.last, want.step)
+			}
+			r, ok := ctl.do("COMMAND", "INFO", strings.ToUpper(name)).([]any)
+			if !ok || len(r) != 1 {
+				t.Errorf("COMMAND INFO %s: got %s, want one entry", name, tblShow(r))
+				continue
+			}
+			got, err := tblParseInfo(r[0])
+			if err != nil {
+				t.Errorf("COMMAND INFO %s: %v", name, err)
+				continue
+			}
+			if g, w := got.String(), want.String(); g != w {
+				t.Errorf("COMMAND INFO %s = %s; COMMAND says %s", name, g, w)
+			}
+		}
+		if got := ctl.do("COMMAND", "INFO", "nosuchcommand"); !reflect.DeepEqual(got, []any{nil}) {
+			t.Errorf("COMMAND INFO nosuchcommand = %s, want [(nil)]", tblShow(got))
+		}
+	})
+
+	// The behaviour checks below hold whatever arity the table declares; this pins the
+	// declared arity and key positions of the required commands to Redis's.
+	t.Run("MatchesRedis", func(t *testing.T) {
+		for _, ref := range tblRequired {
+			info := infos[ref.name]
+			if info == nil {
+				continue // reported as missing above
+			}
+			got := tblRef{info.name, info.arity, info.first, info.last, info.step}
+			if got != ref {
+				t.Errorf("%s: arity %d, keys %d %d %d; Redis 7.0 has arity %d, keys %d %d %d", ref.name,
+					got.arity, got.first, got.last, got.step, ref.arity, ref.first, ref.last, ref.step)
+			}
+		}
+	})
+
+	t.Run("CommandDocs", func(t *testing.T) {
+		ctl := tblDial(t, s.Addr)
+		for _, name := range walk {
+			r, ok := ctl.do("COMMAND", "DOCS", name).([]any)
+			if !ok || len(r) != 2 || r[0] != name {
+				t.Errorf("COMMAND DOCS %s: got %s", name, tblShow(r))
+				continue
+			}
+			doc := tblPairs(r[1])
+			for _, field := range []string{"summary", "since", "group", "complexity"} {
+				if v, _ := doc[field].(string); v == "" {
+					t.Errorf("COMMAND DOCS %s: no %s", name, field)
+				}
+			}
+		}
+	})
+
+	t.Run("GetKeys", func(t *testing.T) {
+		ctl := tblDial(t, s.Addr)
+		gk := infos["command|getkeys"]
+		if gk == nil {
+			t.Fatal("COMMAND does not report command|getkeys")
+		}
+		for _, name := range walk {
+			sm, info := samples[name], infos[name]
+			if sm == nil || sm.args == nil {
+				continue
+			}
+			if (info.first > 0) != (sm.keys != nil) {
+				t.Errorf("%s: COMMAND says first key %d, but the sample %s names keys %q",
+					name, info.first, tblFmt(sm.args), sm.keys)
+			}
+			var want any = tblErr("ERR The command has no key arguments")
+			if sm.keys != nil {
+				want = tblStrings(sm.keys)
+			}
+			args := append([]string{"COMMAND", "GETKEYS"}, sm.args...)
+			if !tblArityOK(gk.arity, len(args)) {
+				// Too short for COMMAND GETKEYS itself (Redis 7.0: arity -4, so a
+				// one-word command cannot be asked about).
+				want = tblErr("ERR wrong number of arguments for 'command|getkeys' command")
+			}
+			if got := ctl.do(args...); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: got %s, want %s", tblFmt(args), tblShow(got), tblShow(want))
+			}
+			// An invocation the command's own arity refuses has no key positions.
+			if sm.keys != nil && info.arity > 0 {
+				args = append(args, "x")
+				want := tblErr("ERR Invalid number of arguments specified for command")
+				if got := ctl.do(args...); got != want {
+					t.Errorf("%s: got %s, want %s", tblFmt(args), tblShow(got), tblShow(want))
+				}
+			}
+		}
+	})
+
+	t.Run("Behaviour", func(t *testing.T) {
+		for _, name := range walk {
+			sm, info := samples[name], infos[name]
+			if sm == nil {
+				continue
+			}
+			if sm.args == nil {
+				// A container is only ever run through its subcommands, walked on their own.
+				if len(info.subs) == 0 {
+					t.Errorf("%s: the sample has no invocation, but COMMAND reports no subcommands", name)
+				}
+				continue
+			}
+			if name == "shutdown" {
+				continue // run by the Shutdown subtest, after everything else
+			}
+			t.Run(name, func(t *testing.T) { tblRunSample(t, s.Addr, sm, info) })
+		}
+	})
+
+	t.Run("NoAuth", func(t *testing.T) {
+		sp := harness.Start(t, "--requirepass", "pw")
+		admin := tblDial(t, sp.Addr)
+		tblMustOK(t, admin, "AUTH", "pw")
+		// Keys the samples name, so that a write that slipped through would show.
+		for _, kv := range [][]string{{"k", "10"}, {"a", "1"}, {"b", "2"}, {"c", "3"}} {
+			tblMustOK(t, admin, "SET", kv[0], kv[1])
+		}
+		before := tblSnapshot(t, admin)
+		anon := tblDial(t, sp.Addr)
+		order := slices.DeleteFunc(slices.Clone(walk), func(n string) bool { return n == "shutdown" })
+		if slices.Contains(walk, "shutdown") {
+			order = append(order, "shutdown") // last, in case the server wrongly obeys it
+		}
+		for _, name := range order {
+			sm, info := samples[name], infos[name]
+			if sm == nil || sm.args == nil {
+				continue // a container: its subcommands are walked
+			}
+			noAuth := slices.Contains(info.flags, "no_auth")
+			if noAuth != (sm.authArgs != nil) {
+				t.Errorf("%s: no_auth flag is %v but the sample's authArgs is %q", name, noAuth, sm.authArgs)
+			}
+			if !noAuth {
+				want := tblErr("NOAUTH Authentication required.")
+				if got := anon.do(sm.args...); got != want {
+					t.Errorf("%s before AUTH: got %s, want %s", tblFmt(sm.args), tblShow(got), tblShow(want))
+				}
+				continue
+			}
+			if sm.authArgs == nil {
+				continue
+			}
+			c := tblDial(t, sp.Addr) // these authenticate or close the connection
+			if got := c.do(sm.authArgs...); tblIsErr(got) {
+				t.Errorf("%s before AUTH: got %s, want success", tblFmt(sm.authArgs), tblShow(got))
+			}
+			c.nc.Close()
+		}
+		if !sp.Running() {
+			t.Fatalf("the server exited during the walk:\n%s", sp.Log())
+		}
+		after := tblSnapshot(t, admin)
+		if d := tblDiff(before, after); len(d) > 0 {
+			t.Errorf("commands refused with NOAUTH changed keys %q", d)
+		}
+	})
+
+	// Shutdown runs last: it stops the server.
+	t.Run("Shutdown", func(t *testing.T) {
+		sm := samples["shutdown"]
+		if sm == nil || !slices.Contains(walk, "shutdown") {
+			t.Skip("no shutdown command listed")
+		}
+		c := tblDial(t, s.Addr)
+		c.send(sm.args...)
+		if got, err := c.read(); err == nil {
+			t.Errorf("%s: got reply %s, want the connection closed", tblFmt(sm.args), tblShow(got))
+		}
+		if !s.WaitExit(60 * time.Second) {
+			t.Errorf("%s: the server is still running after 60s", tblFmt(sm.args))
+		}
+	})
+}
+
+// tblRunSample runs one sample on a fresh connection and checks its reply, the keys it changed
+// and that these agree with its write and readonly flags.
+func tblRunSample(t *testing.T, addr string, sm *tblSample, info *tblInfo) {
+	t.Helper()
+	ctl := tblDial(t, addr)
+	defer ctl.nc.Close()
+	tblMustOK(t, ctl, "FLUSHALL")
+	c := tblDial(t, addr)
+	defer c.nc.Close()
+	for _, args := range sm.setup {
+		if got := c.do(args...); tblIsErr(got) {
+			t.Fatalf("%s setup %s: %s", sm.name, tblFmt(args), tblShow(got))
+		}
+	}
+	before := tblSnapshot(t, ctl)
+	got := c.do(sm.args...)
+	if msg := tblMatch(sm.want, got); msg != "" {
+		t.Errorf("%s: %s", tblFmt(sm.args), msg)
+	}
+	if sm.closes {
+		if r, err := c.read(); err == nil {
+			t.Errorf("%s: got %s after the reply, want the connection closed", tblFmt(sm.args), tblShow(r))
+		}
+	}
+	changed := tblDiff(before, tblSnapshot(t, ctl))
+	want := slices.Sorted(slices.Values(sm.changes))
+	if !slices.Equal(changed, want) {
+		t.Errorf("%s changed keys %q, want %q", tblFmt(sm.args), changed, want)
+	}
+
+	write := slices.Contains(info.flags, "write")
+	switch {
+	case write && len(sm.changes) == 0:
+		t.Errorf("%s is flagged write, but its sample changes no key: give it one that does", sm.name)
+	case !write && len(sm.changes) > 0:
+		t.Errorf("%s changes keys %q but is not flagged write (flags %q)", sm.name, sm.changes, info.flags)
+	}
+	if slices.Contains(info.flags, "readonly") && len(changed) > 0 {
+		t.Errorf("%s is flagged readonly but changed %q", sm.name, changed)
+	}
+	if sm.keys != nil {
+		for _, k := range sm.changes {
+			if _, key, ok := strings.Cut(k, ":"); ok {
+				k = key
+			}
+			if !slices.Contains(sm.keys, k) {
+				t.Errorf("%s: the sample changes %q, which is not among its keys %q", sm.name, k, sm.keys)
+			}
+		}
+	}
+}
+
+// tblInfo is the part of a COMMAND entry this test compares.
+type tblInfo struct {
+	name              string
+	arity             int64
+	flags             []string
+	first, last, step int64
+	subs              []*tblInfo
+}
+
+func (i *tblInfo) String() string {
+	return fmt.Sprintf("{%s arity %d flags %q keys %d %d %d}", i.name, i.arity, i.flags, i.first, i.last, i.step)
+}
+
+func tblParseInfo(v any) (*tblInfo, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 6 {
+		return nil, fmt.Errorf("entry %s is not an array of at least 6", tblShow(v))
+	}
+	i := &tblInfo{}
+	var ok1, ok2, ok3, ok4, ok5 bool
+	i.name, ok1 = a[0].(string)
+	i.arity, ok2 = a[1].(int64)
+	i.first, ok3 = a[3].(int64)
+	i.last, ok4 = a[4].(int64)
+	i.step, ok5 = a[5].(int64)
+	flags, ok6 := a[2].([]any)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
+		return nil, fmt.Errorf("malformed entry %s", tblShow(v))
+	}
+	for _, f := range flags {
+		switch f := f.(type) {
+		case tblSimple:
+			i.flags = append(i.flags, string(f))
+		case string:
+			i.flags = append(i.flags, f)
+		default:
+			return nil, fmt.Errorf("%s: flag %s is not a string", i.name, tblShow(f))
+		}
+	}
+	if len(a) >= 10 {
+		subs, _ := a[9].([]any)
+		for _, s := range subs {
+			sub, err := tblParseInfo(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", i.name, err)
+			}
+			i.subs = append(i.subs, sub)
+		}
+	}
+	return i, nil
+}
+
+// tblSnapshot returns every key of databases 0 and 1 ("1:" prefixed) with its value and
+// absolute expiry, read with SCAN, GET and PEXPIRETIME, none of which changes anything.
+func tblSnapshot(t testing.TB, c *tblConn) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for db := 0; db <= 1; db++ {
+		tblMustOK(t, c, "SELECT", strconv.Itoa(db))
+		cursor := "0"
+		for {
+			r, ok := c.do("SCAN", cursor, "COUNT", "1000").([]any)
+			if !ok || len(r) != 2 {
+				t.Fatalf("SCAN %s: got %s", cursor, tblShow(r))
+			}
+			keys, _ := r[1].([]any)
+			for _, k := range keys {
+				key, _ := k.(string)
+				name := key
+				if db == 1 {
+					name = "1:" + key
+				}
+				out[name] = tblShow(c.do("GET", key)) + " expires " + tblShow(c.do("PEXPIRETIME", key))
+			}
+			cursor, _ = r[0].(string)
+			if cursor == "0" || cursor == "" {
+				break
+			}
+		}
+	}
+	tblMustOK(t, c, "SELECT", "0")
+	return out
+}
+
+// tblDiff returns, sorted, the keys that differ between two snapshots.
+func tblDiff(a, b map[string]string) []string {
+	out := []string{}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tblArityOK reports whether argc arguments, the name included, fit a Redis arity.
+func tblArityOK(arity int64, argc int) bool {
+	if arity > 0 {
+		return int64(argc) == arity
+	}
+	return int64(argc) >= -arity
+}
+
+// tblFill returns head followed by filler arguments up to n arguments in all.
+func tblFill(head []string, n int) []string {
+	out := slices.Clone(head)
+	for len(out) < n {
+		out = append(out, "x")
+	}
+	return out
+}
+
+// Reply checks.
+
+type (
+	tblSimple string           // a +status reply
+	tblErr    string           // a -error reply
+	tblCheck  func(any) string // "" when the reply is right, else what is wrong
+)
+
+var tblOK = tblSimple("OK")
+
+func tblIsErr(v any) bool { _, ok := v.(tblErr); return ok }
+
+func tblMatch(want, got any) string {
+	switch w := want.(type) {
+	case tblCheck:
+		if msg := w(got); msg != "" {
+			return fmt.Sprintf("got %s: %s", tblShow(got), msg)
+		}
+		return ""
+	case int:
+		want = int64(w)
+	}
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Sprintf("got %s, want %s", tblShow(got), tblShow(want))
+	}
+	return ""
+}
+
+func tblIntIn(lo, hi int64) tblCheck {
+	return func(v any) string {
+		if n, ok := v.(int64); !ok || n < lo || n > hi {
+			return fmt.Sprintf("want an integer in [%d, %d]", lo, hi)
+		}
+		return ""
+	}
+}
+
+func tblContains(sub string) tblCheck {
+	return func(v any) string {
+		if s, ok := v.(string); !ok || !strings.Contains(s, sub) {
+			return fmt.Sprintf("want a bulk string containing %q", sub)
+		}
+		return ""
+	}
+}
+
+func tblArrayHead(first string) tblCheck {
+	return func(v any) string {
+		if a, ok := v.([]any); !ok || len(a) == 0 || a[0] != first {
+			return fmt.Sprintf("want an array starting with %q", first)
+		}
+		return ""
+	}
+}
+
+func tblArrayMin(n int) tblCheck {
+	return func(v any) string {
+		if a, ok := v.([]any); !ok || len(a) < n {
+			return fmt.Sprintf("want an array of at least %d", n)
+		}
+		return ""
+	}
+}
+
+func tblHas(s string) tblCheck {
+	return func(v any) string {
+		if a, ok := v.([]any); !ok || !slices.Contains(a, any(s)) {
+			return fmt.Sprintf("want an array holding %q", s)
+		}
+		return ""
+	}
+}
+
+// tblSetOf wants an array of exactly these strings in any order.
+func tblSetOf(want ...string) tblCheck {
+	return func(v any) string {
+		a, ok := v.([]any)
+		if !ok {
+			return "want an array"
+		}
+		var got []string
+		for _, e := range a {
+			s, _ := e.(string)
+			got = append(got, s)
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, want) {
+			return fmt.Sprintf("want the strings %q in any order", want)
+		}
+		return ""
+	}
+}
+
+// tblScanOf wants a complete one-call SCAN reply holding exactly these keys.
+func tblScanOf(keys ...string) tblCheck {
+	return func(v any) string {
+		a, ok := v.([]any)
+		if !ok || len(a) != 2 || a[0] != "0" {
+			return "want [\"0\", keys]: two keys with COUNT 100 fit in one call"
+		}
+		return tblSetOf(keys...)(a[1])
+	}
+}
+
+// tblHelp wants a container's HELP: status lines, the first naming the container.
+func tblHelp(container string) tblCheck {
+	return func(v any) string {
+		a, ok := v.([]any)
+		if !ok || len(a) < 3 {
+			return "want an array of help lines"
+		}
+		for _, l := range a {
+			if _, ok := l.(tblSimple); !ok {
+				return "want status lines"
+			}
+		}
+		if !strings.HasPrefix(string(a[0].(tblSimple)), container+" ") {
+			return fmt.Sprintf("want the first line to start with %q", container)
+		}
+		return ""
+	}
+}
+
+func tblTime(v any) string {
+	a, ok := v.([]any)
+	if !ok || len(a) != 2 {
+		return "want [seconds, microseconds]"
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(a[0]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+	if err1 != nil || err2 != nil || usec < 0 || usec >= 1e6 {
+		return "want two decimal bulk strings, microseconds below 1e6"
+	}
+	if d := time.Since(time.Unix(sec, 0)); d < -time.Hour || d > time.Hour {
+		return "want the current time"
+	}
+	return ""
+}
+
+func tblCommandInfoOf(name string) tblCheck {
+	return func(v any) string {
+		a, ok := v.([]any)
+		if !ok || len(a) != 1 {
+			return "want one entry"
+		}
+		if info, err := tblParseInfo(a[0]); err != nil || info.name != name {
+			return fmt.Sprintf("want the entry of %s", name)
+		}
+		return ""
+	}
+}
+
+func tblStrings(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// tblPairs reads a RESP2 flattened map.
+func tblPairs(v any) map[string]any {
+	a, _ := v.([]any)
+	out := map[string]any{}
+	for i := 0; i+1 < len(a); i += 2 {
+		if k, ok := a[i].(string); ok {
+			out[k] = a[i+1]
+		}
+	}
+	return out
+}
+
+func tblShow(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "(nil)"
+	case tblSimple:
+		return "+" + string(v)
+	case tblErr:
+		return "-" + string(v)
+	case string:
+		if len(v) > 80 {
+			return strconv.Quote(v[:80]) + "..."
+		}
+		return strconv.Quote(v)
+	case int64:
+		return ":" + strconv.FormatInt(v, 10)
+	case int:
+		return ":" + strconv.Itoa(v)
+	case []any:
+		parts := make([]string, 0, len(v))
+		for i, e := range v {
+			if i == 8 {
+				parts = append(parts, fmt.Sprintf("... (%d in all)", len(v)))
+				break
+			}
+			parts = append(parts, tblShow(e))
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	case tblCheck:
+		return "(check)"
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
+func tblFmt(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \"\r\n") {
+			q[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+// tblConn is a bare RESP2 connection.
+type tblConn struct {
+	t  testing.TB
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func tblDial(t testing.TB, addr string) *tblConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &tblConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+func (c *tblConn) send(args ...string) {
+	c.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c.nc, b.String()); err != nil {
+		c.t.Fatalf("send %s: %v", tblFmt(args), err)
+	}
+}
+
+func (c *tblConn) read() (any, error) {
+	c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return tblReadReply(c.br)
+}
+
+// do sends one command and returns its reply, failing the test on an I/O error.
+func (c *tblConn) do(args ...string) any {
+	c.t.Helper()
+	c.send(args...)
+	r, err := c.read()
+	if err != nil {
+		c.t.Fatalf("%s: %v", tblFmt(args), err)
+	}
+	return r
+}
+
+func tblMustOK(t testing.TB, c *tblConn, args ...string) {
+	t.Helper()
+	if got := c.do(args...); got != tblOK {
+		t.Fatalf("%s: got %s, want +OK", tblFmt(args), tblShow(got))
+	}
+}
+
+func tblReadReply(br *bufio.Reader) (any, error) {
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("malformed reply line %q", line)
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+':
+		return tblSimple(body), nil
+	case '-':
+		return tblErr(body), nil
+	case ':':
+		return strconv.ParseInt(body, 10, 64)
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, fmt.Errorf("bad bulk length %q", body)
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, fmt.Errorf("bad array length %q", body)
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i], err = tblReadReply(br); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected reply %q", line)
+}
