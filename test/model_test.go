@@ -1,0 +1,670 @@
+package test
+
+// The model test drives the server and an in-memory model with the same seeded random string
+// and key commands, compares every reply, and across clean and kill -9 restarts compares the
+// whole keyspace. Only long TTLs are used, so the model needs to know whether a key has a TTL,
+// never when it ends.
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lavikdb/lavik/test/harness"
+)
+
+var seedFlag = flag.Int64("seed", 0, "seed for the randomized end-to-end tests (0: from the clock)")
+
+// e2eSeed returns the seed for a randomized test, logs it, and repeats it when the test fails.
+func e2eSeed(t *testing.T) int64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("FAILED with seed %d: rerun with -run '^%s$' -seed %d", seed, t.Name(), seed)
+		}
+	})
+	return seed
+}
+
+type modelEntry struct {
+	val string
+	ttl bool
+}
+
+// strModel is the reference: two databases of strings, each remembering whether it has a TTL.
+type strModel struct {
+	dbs [2]map[string]modelEntry
+	cur int // database selected on the connection
+}
+
+// wAnyPositive stands for "any integer > 0" in expected replies (the TTL of a key with a TTL).
+const wAnyPositive = 'P'
+
+type modelOp struct {
+	args []string
+	want wireReply
+}
+
+func (o modelOp) String() string { return fmtArgs(o.args) + " -> " + o.want.String() }
+
+func matches(want, got wireReply) bool {
+	if want.Kind == wAnyPositive {
+		return got.Kind == ':' && got.Int > 0
+	}
+	return want.equal(got)
+}
+
+// redisParseInt mirrors Redis's string2ll: optional '-', no '+', no leading zeros, no spaces,
+// at most 20 characters, within int64.
+func redisParseInt(s string) (int64, bool) {
+	if s == "" || len(s) > 20 {
+		return 0, false
+	}
+	if s == "0" {
+		return 0, true
+	}
+	p := s
+	if p[0] == '-' {
+		p = p[1:]
+	}
+	if p == "" || p[0] < '1' || p[0] > '9' {
+		return 0, false
+	}
+	for _, c := range []byte(p) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// opGen produces random operations, applies each to the model and returns it with the reply the
+// server must give.
+type opGen struct {
+	rng  *rand.Rand
+	m    *strModel
+	keys []string
+}
+
+func newOpGen(rng *rand.Rand) *opGen {
+	keys := []string{"", " ", "sp ace", "\x00bin\xff", "ключ", "{tag}k", "k\r\nnl"}
+	for i := 0; i < 60; i++ {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	m := &strModel{dbs: [2]map[string]modelEntry{{}, {}}}
+	return &opGen{rng: rng, m: m, keys: keys}
+}
+
+func (g *opGen) key() string { return g.keys[g.rng.IntN(len(g.keys))] }
+
+func (g *opGen) bytesOf(n int, binary bool) string {
+	b := make([]byte, n)
+	for i := range b {
+		if binary {
+			b[i] = byte(g.rng.Uint32())
+		} else {
+			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789-_"[g.rng.IntN(38)]
+		}
+	}
+	return string(b)
+}
+
+var edgeNumbers = []string{"0", "-0", "+1", "007", " 1", "1 ", "1e3", "", "12", "-12",
+	"9223372036854775807", "-9223372036854775808", "9223372036854775808", "9223372036854775800",
+	"-9223372036854775800", "18446744073709551616", "00", "3.5", "0x10"}
+
+func (g *opGen) value() string {
+	switch r := g.rng.IntN(100); {
+	case r < 35:
+		return g.bytesOf(g.rng.IntN(17), false)
+	case r < 50:
+		if g.rng.IntN(2) == 0 {
+			return edgeNumbers[g.rng.IntN(len(edgeNumbers))]
+		}
+		return strconv.Itoa(g.rng.IntN(2000) - 1000)
+	case r < 70:
+		return g.bytesOf(g.rng.IntN(65), true)
+	case r < 95:
+		return g.bytesOf(64+g.rng.IntN(2000), g.rng.IntN(2) == 0)
+	default:
+		// Over 8 KiB: Lavik stores these as several segment records.
+		return g.bytesOf(8<<10+g.rng.IntN(16<<10), true)
+	}
+}
+
+func (g *opGen) ttlSeconds() string { return strconv.Itoa(1000 + g.rng.IntN(100000)) }
+
+func (g *opGen) db() map[string]modelEntry { return g.m.dbs[g.m.cur] }
+
+func bulkOrNil(e modelEntry, ok bool) wireReply {
+	if !ok {
+		return wNil()
+	}
+	return wBulk(e.val)
+}
+
+func (g *opGen) next() modelOp {
+	db := g.db()
+	rng := g.rng
+	k := g.key()
+	cur, exists := db[k]
+	switch r := rng.IntN(1000); {
+	case r < 180: // SET [NX|XX] [GET] [EX|PX|EXAT|KEEPTTL]
+		v := g.value()
+		args := []string{"SET", k, v}
+		cond := rng.IntN(4) // 0,1: none, 2: NX, 3: XX
+		switch cond {
+		case 2:
+			args = append(args, "NX")
+		case 3:
+			args = append(args, "XX")
+		}
+		get := rng.IntN(4) == 0
+		if get {
+			args = append(args, "GET")
+		}
+		ttl := false
+		switch rng.IntN(6) {
+		case 0:
+			args, ttl = append(args, "EX", g.ttlSeconds()), true
+		case 1:
+			args, ttl = append(args, "PX", g.ttlSeconds()+"000"), true
+		case 2:
+			at := time.Now().Add(time.Duration(1000+rng.IntN(100000)) * time.Second).Unix()
+			args, ttl = append(args, "EXAT", strconv.FormatInt(at, 10)), true
+		case 3:
+			args, ttl = append(args, "KEEPTTL"), exists && cur.ttl
+		}
+		doSet := !(cond == 2 && exists) && !(cond == 3 && !exists)
+		var want wireReply
+		switch {
+		case get:
+			want = bulkOrNil(cur, exists)
+		case doSet:
+			want = wOK
+		default:
+			want = wNil()
+		}
+		if doSet {
+			db[k] = modelEntry{val: v, ttl: ttl}
+		}
+		return modelOp{args, want}
+	case r < 300:
+		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+	case r < 350: // DEL / UNLINK with repeats
+		cmd := []string{"DEL", "UNLINK"}[rng.IntN(2)]
+		args := []string{cmd}
+		n := int64(0)
+		for i := rng.IntN(3); i >= 0; i-- {
+			kk := g.key()
+			if rng.IntN(4) == 0 && len(args) > 1 {
+				kk = args[1]
+			}
+			args = append(args, kk)
+			if _, ok := db[kk]; ok {
+				delete(db, kk)
+				n++
+			}
+		}
+		return modelOp{args, wInt(n)}
+	case r < 410: // APPEND
+		if len(cur.val) > 256<<10 {
+			delete(db, k)
+			return modelOp{[]string{"DEL", k}, wInt(1)}
+		}
+		v := g.value()
+		db[k] = modelEntry{val: cur.val + v, ttl: exists && cur.ttl}
+		return modelOp{[]string{"APPEND", k, v}, wInt(int64(len(cur.val) + len(v)))}
+	case r < 470: // INCR family
+		var args []string
+		var by int64
+		switch rng.IntN(5) {
+		case 0:
+			args, by = []string{"INCR", k}, 1
+		case 1:
+			args, by = []string{"DECR", k}, -1
+		case 2:
+			by = int64(rng.IntN(2001) - 1000)
+			args = []string{"DECRBY", k, strconv.FormatInt(by, 10)}
+			by = -by
+		default:
+			if rng.IntN(20) == 0 {
+				return modelOp{[]string{"INCRBY", k, []string{"abc", "1.5", "", "99999999999999999999"}[rng.IntN(4)]},
+					wErr("ERR value is not an integer or out of range")}
+			}
+			by = int64(rng.IntN(2001) - 1000)
+			if rng.IntN(20) == 0 {
+				by = math.MaxInt64 - int64(rng.IntN(10))
+			}
+			args = []string{"INCRBY", k, strconv.FormatInt(by, 10)}
+		}
+		old := int64(0)
+		if exists {
+			n, ok := redisParseInt(cur.val)
+			if !ok {
+				return modelOp{args, wErr("ERR value is not an integer or out of range")}
+			}
+			old = n
+		}
+		if (by > 0 && old > math.MaxInt64-by) || (by < 0 && old < math.MinInt64-by) {
+			return modelOp{args, wErr("ERR increment or decrement would overflow")}
+		}
+		db[k] = modelEntry{val: strconv.FormatInt(old+by, 10), ttl: exists && cur.ttl}
+		return modelOp{args, wInt(old + by)}
+	case r < 520: // SETRANGE
+		off := rng.IntN(64)
+		if rng.IntN(5) == 0 {
+			off = rng.IntN(30000)
+		}
+		if rng.IntN(50) == 0 {
+			return modelOp{[]string{"SETRANGE", k, "-1", "x"}, wErr("ERR offset is out of range")}
+		}
+		v := g.value()
+		if len(v) > 4096 {
+			v = v[:4096]
+		}
+		args := []string{"SETRANGE", k, strconv.Itoa(off), v}
+		if v == "" {
+			return modelOp{args, wInt(int64(len(cur.val)))}
+		}
+		b := []byte(cur.val)
+		if need := off + len(v); need > len(b) {
+			b = append(b, make([]byte, need-len(b))...)
+		}
+		copy(b[off:], v)
+		db[k] = modelEntry{val: string(b), ttl: exists && cur.ttl}
+		return modelOp{args, wInt(int64(len(b)))}
+	case r < 580: // GETRANGE, mirroring Redis's index clamping
+		n := len(cur.val)
+		pick := func() int64 {
+			switch rng.IntN(4) {
+			case 0:
+				return int64(rng.IntN(n+10)) - int64(n+5)
+			case 1:
+				return int64(rng.IntN(20) - 10)
+			default:
+				return int64(rng.IntN(n + 20))
+			}
+		}
+		start, end := pick(), pick()
+		args := []string{"GETRANGE", k, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
+		if start < 0 && end < 0 && start > end {
+			return modelOp{args, wBulk("")}
+		}
+		sl := int64(n)
+		if start < 0 {
+			start += sl
+		}
+		if end < 0 {
+			end += sl
+		}
+		start, end = max(start, 0), max(end, 0)
+		if end >= sl {
+			end = sl - 1
+		}
+		if start > end || sl == 0 {
+			return modelOp{args, wBulk("")}
+		}
+		return modelOp{args, wBulk(cur.val[start : end+1])}
+	case r < 610:
+		return modelOp{[]string{"STRLEN", k}, wInt(int64(len(cur.val)))}
+	case r < 640: // EXISTS with repeats
+		args := []string{"EXISTS"}
+		n := int64(0)
+		for i := rng.IntN(3); i >= 0; i-- {
+			kk := g.key()
+			if rng.IntN(3) == 0 {
+				kk = k
+			}
+			args = append(args, kk)
+			if _, ok := db[kk]; ok {
+				n++
+			}
+		}
+		return modelOp{args, wInt(n)}
+	case r < 680: // EXPIRE [NX|XX|GT|LT]; GT and LT only where the outcome does not depend on the TTL's value
+		args := []string{"EXPIRE", k, g.ttlSeconds()}
+		set := exists
+		switch rng.IntN(5) {
+		case 0:
+			args, set = append(args, "NX"), exists && !cur.ttl
+		case 1:
+			args, set = append(args, "XX"), exists && cur.ttl
+		case 2:
+			if !cur.ttl {
+				args, set = append(args, "GT"), false // no TTL counts as infinite
+			}
+		case 3:
+			if !cur.ttl {
+				args = append(args, "LT")
+			}
+		}
+		if !set {
+			return modelOp{args, wInt(0)}
+		}
+		db[k] = modelEntry{val: cur.val, ttl: true}
+		return modelOp{args, wInt(1)}
+	case r < 700:
+		if exists && cur.ttl {
+			db[k] = modelEntry{val: cur.val}
+			return modelOp{[]string{"PERSIST", k}, wInt(1)}
+		}
+		return modelOp{[]string{"PERSIST", k}, wInt(0)}
+	case r < 730:
+		switch {
+		case !exists:
+			return modelOp{[]string{"TTL", k}, wInt(-2)}
+		case !cur.ttl:
+			return modelOp{[]string{"TTL", k}, wInt(-1)}
+		}
+		return modelOp{[]string{"TTL", k}, wireReply{Kind: wAnyPositive}}
+	case r < 760: // RENAME / RENAMENX
+		dst := g.key()
+		if rng.IntN(2) == 0 {
+			if !exists {
+				return modelOp{[]string{"RENAME", k, dst}, wErr("ERR no such key")}
+			}
+			delete(db, k)
+			db[dst] = cur
+			return modelOp{[]string{"RENAME", k, dst}, wOK}
+		}
+		if !exists {
+			return modelOp{[]string{"RENAMENX", k, dst}, wErr("ERR no such key")}
+		}
+		if _, ok := db[dst]; ok {
+			return modelOp{[]string{"RENAMENX", k, dst}, wInt(0)}
+		}
+		delete(db, k)
+		db[dst] = cur
+		return modelOp{[]string{"RENAMENX", k, dst}, wInt(1)}
+	case r < 790: // COPY [DB n] [REPLACE]
+		dst := g.key()
+		args := []string{"COPY", k, dst}
+		to := g.m.cur
+		if rng.IntN(2) == 0 {
+			to = rng.IntN(2)
+			args = append(args, "DB", strconv.Itoa(to))
+		}
+		replace := rng.IntN(2) == 0
+		if replace {
+			args = append(args, "REPLACE")
+		}
+		if to == g.m.cur && dst == k {
+			return modelOp{args, wErr("ERR source and destination objects are the same")}
+		}
+		if !exists {
+			return modelOp{args, wInt(0)}
+		}
+		if _, ok := g.m.dbs[to][dst]; ok && !replace {
+			return modelOp{args, wInt(0)}
+		}
+		g.m.dbs[to][dst] = cur
+		return modelOp{args, wInt(1)}
+	case r < 820: // MOVE
+		to := rng.IntN(2)
+		args := []string{"MOVE", k, strconv.Itoa(to)}
+		if to == g.m.cur {
+			return modelOp{args, wErr("ERR source and destination objects are the same")}
+		}
+		if _, ok := g.m.dbs[to][k]; !exists || ok {
+			return modelOp{args, wInt(0)}
+		}
+		delete(db, k)
+		g.m.dbs[to][k] = cur
+		return modelOp{args, wInt(1)}
+	case r < 850: // MSET
+		args := []string{"MSET"}
+		for i := rng.IntN(4); i >= 0; i-- {
+			kk, v := g.key(), g.value()
+			args = append(args, kk, v)
+			db[kk] = modelEntry{val: v}
+		}
+		return modelOp{args, wOK}
+	case r < 870: // MSETNX
+		args := []string{"MSETNX"}
+		var kv []string
+		taken := false
+		for i := rng.IntN(3); i >= 0; i-- {
+			kk, v := g.key(), g.value()
+			kv = append(kv, kk, v)
+			if _, ok := db[kk]; ok {
+				taken = true
+			}
+		}
+		args = append(args, kv...)
+		if taken {
+			return modelOp{args, wInt(0)}
+		}
+		for i := 0; i < len(kv); i += 2 {
+			db[kv[i]] = modelEntry{val: kv[i+1]}
+		}
+		return modelOp{args, wInt(1)}
+	case r < 900:
+		delete(db, k)
+		return modelOp{[]string{"GETDEL", k}, bulkOrNil(cur, exists)}
+	case r < 920: // GETEX [EX|PX|PERSIST]
+		args := []string{"GETEX", k}
+		ttl := cur.ttl
+		switch rng.IntN(4) {
+		case 0:
+			args, ttl = append(args, "EX", g.ttlSeconds()), true
+		case 1:
+			args, ttl = append(args, "PX", g.ttlSeconds()+"000"), true
+		case 2:
+			args, ttl = append(args, "PERSIST"), false
+		}
+		if exists {
+			db[k] = modelEntry{val: cur.val, ttl: ttl}
+		}
+		return modelOp{args, bulkOrNil(cur, exists)}
+	case r < 950:
+		g.m.cur = rng.IntN(2)
+		return modelOp{[]string{"SELECT", strconv.Itoa(g.m.cur)}, wOK}
+	case r < 960:
+		return modelOp{[]string{"DBSIZE"}, wInt(int64(len(db)))}
+	case r < 970: // errors that must not change anything
+		errs := []modelOp{
+			{[]string{"SET", k, "v", "NX", "XX"}, wErr("ERR syntax error")},
+			{[]string{"SET", k, "v", "EX", "0"}, wErr("ERR invalid expire time in 'set' command")},
+			{[]string{"SET", k, "v", "KEEPTTL", "EX", "5"}, wErr("ERR syntax error")},
+			{[]string{"GETRANGE", k, "a", "1"}, wErr("ERR value is not an integer or out of range")},
+			{[]string{"EXPIRE", k, "100", "NX", "XX"}, wErr("ERR NX and XX, GT or LT options at the same time are not compatible")},
+			{[]string{"MOVE", k, "16"}, wErr("ERR DB index is out of range")},
+			{[]string{"GET"}, wErr("ERR wrong number of arguments for 'get' command")},
+			{[]string{"MSET", k}, wErr("ERR wrong number of arguments for 'mset' command")},
+		}
+		return errs[rng.IntN(len(errs))]
+	case r < 971:
+		clear(db)
+		return modelOp{[]string{"FLUSHDB"}, wOK}
+	default:
+		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+	}
+}
+
+// modelRun holds the state of one model test run.
+type modelRun struct {
+	t       *testing.T
+	seed    int64
+	s       *harness.Server
+	c       *wireConn
+	g       *opGen
+	done    int
+	history []string // recent operations, for failure reports
+}
+
+func (r *modelRun) fail(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("seed %d, after %d ops: %s\nrecent operations (oldest first):\n  %s",
+		r.seed, r.done, fmt.Sprintf(format, args...), strings.Join(r.history, "\n  "))
+}
+
+func (r *modelRun) remember(s string) {
+	r.history = append(r.history, s)
+	if len(r.history) > 40 {
+		r.history = r.history[len(r.history)-40:]
+	}
+}
+
+// batch sends n operations in one pipeline and checks each reply in order.
+func (r *modelRun) batch(n int) {
+	r.t.Helper()
+	ops := make([]modelOp, n)
+	dbs := make([]int, n) // database selected when each operation was sent
+	var buf bytes.Buffer
+	for i := range ops {
+		dbs[i] = r.g.m.cur
+		ops[i] = r.g.next()
+		buf.Write(wireCmd(ops[i].args...))
+	}
+	werr := r.c.writeAsync(buf.Bytes())
+	for i, op := range ops {
+		got := r.c.read()
+		r.remember(fmt.Sprintf("#%d db%d %v", r.done, dbs[i], op))
+		r.done++
+		if !matches(op.want, got) {
+			r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  want %v", i, n, fmtArgs(op.args), got, op.want)
+		}
+	}
+	if err := <-werr; err != nil {
+		r.fail("write: %v", err)
+	}
+}
+
+// reconnect opens a new connection and selects the model's current database.
+func (r *modelRun) reconnect() {
+	r.c = dialWire(r.t, r.s)
+	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.m.cur))
+}
+
+// compareKeyspace checks the whole server keyspace (SCAN, GET, TTL, DBSIZE) against the model.
+func (r *modelRun) compareKeyspace(when string) {
+	r.t.Helper()
+	for db := range r.g.m.dbs {
+		r.c.expectDo(wOK, "SELECT", strconv.Itoa(db))
+		seen := map[string]bool{}
+		cursor := "0"
+		for {
+			rep := r.c.do("SCAN", cursor, "COUNT", "100")
+			if rep.Kind != '*' || len(rep.Elems) != 2 || rep.Elems[1].Kind != '*' {
+				r.fail("%s: bad SCAN reply %v", when, rep)
+			}
+			for _, e := range rep.Elems[1].Elems {
+				seen[e.Str] = true
+			}
+			if cursor = rep.Elems[0].Str; cursor == "0" {
+				break
+			}
+		}
+		want := r.g.m.dbs[db]
+		var missing, extra []string
+		for k := range want {
+			if !seen[k] {
+				missing = append(missing, strconv.Quote(k))
+			}
+		}
+		for k := range seen {
+			if _, ok := want[k]; !ok {
+				extra = append(extra, strconv.Quote(k))
+			}
+		}
+		if len(missing)+len(extra) > 0 {
+			slices.Sort(missing)
+			slices.Sort(extra)
+			r.fail("%s: db %d keys differ: missing %v, unexpected %v", when, db, missing, extra)
+		}
+		keys := make([]string, 0, len(want))
+		for k := range want {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var buf bytes.Buffer
+		for _, k := range keys {
+			buf.Write(wireCmd("GET", k))
+			buf.Write(wireCmd("TTL", k))
+		}
+		buf.Write(wireCmd("DBSIZE"))
+		werr := r.c.writeAsync(buf.Bytes())
+		for _, k := range keys {
+			e := want[k]
+			if got := r.c.read(); !got.equal(wBulk(e.val)) {
+				r.fail("%s: db %d key %q: got %v, want %v", when, db, k, got, wBulk(e.val))
+			}
+			ttl := r.c.read()
+			if ttl.Kind != ':' || (e.ttl && ttl.Int <= 0) || (!e.ttl && ttl.Int != -1) {
+				r.fail("%s: db %d key %q: TTL %v, want a TTL: %v", when, db, k, ttl, e.ttl)
+			}
+		}
+		if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
+			r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
+		}
+		if err := <-werr; err != nil {
+			r.fail("write: %v", err)
+		}
+	}
+	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.m.cur))
+}
+
+// TestRandomOpsModel runs 20,000 random operations (3,000 with -short, $LAVIK_MODEL_OPS for soak
+// runs) in pipelines of 1-64, restarting every 2,000 operations, alternately clean and kill -9.
+func TestRandomOpsModel(t *testing.T) {
+	ops := 20000
+	if testing.Short() {
+		ops = 3000
+	}
+	if v := os.Getenv("LAVIK_MODEL_OPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("LAVIK_MODEL_OPS=%q: want a positive number", v)
+		}
+		ops = n
+	}
+	const restartEvery = 2000
+	seed := e2eSeed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	r := &modelRun{t: t, seed: seed, g: newOpGen(rng)}
+	// appendfsync always: a kill -9 restart must keep every acknowledged write.
+	r.s = harness.Start(t, "--appendfsync", "always")
+	r.reconnect()
+
+	restarts := 0
+	nextRestart := restartEvery
+	start := time.Now()
+	for r.done < ops {
+		n := 1
+		if rng.IntN(10) >= 3 {
+			n = 1 + rng.IntN(64)
+		}
+		n = min(n, ops-r.done)
+		r.batch(n)
+		if r.done >= nextRestart || r.done >= ops {
+			nextRestart += restartEvery
+			kill := restarts%2 == 1
+			if kill {
+				r.s.KillRestart()
+			} else {
+				r.s.Restart()
+			}
+			restarts++
+			r.remember(fmt.Sprintf("-- restart (kill -9: %v)", kill))
+			r.reconnect()
+			r.compareKeyspace(fmt.Sprintf("after restart %d (kill -9: %v)", restarts, kill))
+		}
+	}
+	t.Logf("%d ops, %d restarts, %d+%d keys at the end, %v", r.done, restarts,
+		len(r.g.m.dbs[0]), len(r.g.m.dbs[1]), time.Since(start).Round(time.Millisecond))
+}
