@@ -150,7 +150,6 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		keys:    make([]int64, ks.opts.Databases),
 		expires: make([]int64, ks.opts.Databases),
 	}
-	now := ks.opts.Now()
 	var err error
 	s.log, err = vlog.Open(vlog.Options{
 		FS:          ks.opts.FS,
@@ -160,17 +159,34 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		Fsync:       ks.opts.Fsync,
 		Logger:      ks.log.With("shard", id),
 	}, func(loc vlog.Loc, h vlog.Header, key []byte) error {
-		s.replayLocked(ks, loc, h, key, now)
+		s.replayLocked(ks, loc, h, key)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
 	}
+	// Expired keys are dropped only once the whole log is replayed: a later EXPIRE or PERSIST
+	// record may have moved a key's expire-at past now, and it needs the entry to apply to.
+	s.dropExpiredLocked(ks.opts.Now())
 	return s, nil
 }
 
+// dropExpiredLocked removes every entry whose expire-at is at or before now.
+func (s *shard) dropExpiredLocked(now int64) {
+	for i := uint32(0); i < s.ix.high; i++ {
+		e := s.ix.entry(i)
+		if !e.live() || !e.expired(now) {
+			continue
+		}
+		key := s.ix.key(e)
+		if _, pos, ok := s.ix.find(uint32(hashKey(e.db(), key)), e.db(), key); ok {
+			s.removeLocked(i, pos)
+		}
+	}
+}
+
 // replayLocked applies one record during recovery.
-func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte, now int64) {
+func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) {
 	s.version = max(s.version, h.Version)
 	db := h.DB
 	if int(db) >= len(s.keys) {
@@ -192,12 +208,6 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 	}
 	switch h.Kind {
 	case vlog.KindPut:
-		if h.ExpireAt != 0 && h.ExpireAt <= now {
-			if found {
-				s.removeLocked(i, pos)
-			}
-			return
-		}
 		var e *entry
 		if found {
 			e = s.ix.entry(i)
@@ -214,10 +224,6 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 		}
 	case vlog.KindExpire:
 		if !found {
-			return
-		}
-		if h.ExpireAt != 0 && h.ExpireAt <= now {
-			s.removeLocked(i, pos)
 			return
 		}
 		e := s.ix.entry(i)

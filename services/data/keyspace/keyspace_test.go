@@ -13,9 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/vlog"
@@ -33,7 +31,6 @@ func newTestClock() *testClock {
 
 func (c *testClock) Now() int64           { return c.ms.Load() }
 func (c *testClock) Advance(ms int64)     { c.ms.Add(ms) }
-func (c *testClock) Set(ms int64)         { c.ms.Store(ms) }
 func (c *testClock) After(ms int64) int64 { return c.Now() + ms }
 
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -1268,117 +1265,4 @@ func TestFlushAll(t *testing.T) {
 		check(ks, c.name, c.new)
 		mustClose(t, ks)
 	}
-}
-
-func TestWriteErrDiskFull(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ops  []vfs.Op
-	}{
-		{"write", []vfs.Op{vfs.OpWrite}},
-		{"sync", []vfs.Op{vfs.OpSync}},
-		{"write and sync", []vfs.Op{vfs.OpWrite, vfs.OpSync}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testWriteErrDiskFull(t, tc.ops)
-		})
-	}
-}
-
-func testWriteErrDiskFull(t *testing.T, ops []vfs.Op) {
-	clk := newTestClock()
-	mem := vfs.NewMem()
-	full := vfs.NewToggle(syscall.ENOSPC, ops...)
-	opts := testOpts(vfs.NewErrorFS(mem, full), clk)
-	opts.SegmentSize = 4 << 10
-	ks := mustOpen(t, opts)
-	se := ks.NewSession()
-	want := map[string]string{}
-	for i := 0; i < 50; i++ {
-		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
-		mustPut(t, ks, se, 0, k, v, 0)
-		want[k] = v
-	}
-	if err := ks.WriteErr(); err != nil {
-		t.Fatalf("WriteErr before the disk filled: %v", err)
-	}
-
-	full.Enable()
-	if err := ks.Put(se, 0, []byte("during"), []byte("x"), 0, TypeString); err != nil {
-		t.Fatalf("append to memory failed: %v", err)
-	}
-	err := se.Wait()
-	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("Wait with a full disk = %v, want ENOSPC", err)
-	}
-	var we *vlog.WriteError
-	if !errors.As(err, &we) {
-		t.Fatalf("Wait error %v is not a vlog.WriteError", err)
-	}
-	if err := ks.WriteErr(); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("WriteErr with a full disk = %v", err)
-	}
-	// Reads keep working, from the tail and from disk.
-	for k, v := range want {
-		wantValue(t, ks, 0, k, v)
-	}
-	wantValue(t, ks, 0, "during", "x")
-	// Writes that need a new segment fail outright and change nothing.
-	var failed []string
-	for i := 0; i < 100; i++ {
-		k := fmt.Sprintf("big%d", i)
-		if err := ks.Put(se, 0, []byte(k), bytes.Repeat([]byte{'b'}, 1000), 0, TypeString); err != nil {
-			failed = append(failed, k)
-			wantMissing(t, ks, 0, k)
-		} else {
-			want[k] = strings.Repeat("b", 1000)
-		}
-	}
-	if len(failed) == 0 {
-		t.Fatal("no put needed a new segment; the test wants some to")
-	}
-	if err := se.Wait(); err == nil {
-		t.Fatal("Wait succeeded with a full disk")
-	}
-
-	full.Disable()
-	mustPut(t, ks, se, 0, "after", "y", 0)
-	want["after"], want["during"] = "y", "x"
-	// The write may have gone to another shard; each shard's next flush clears its error (the
-	// background sync retries within a second).
-	deadline := time.Now().Add(10 * time.Second)
-	for ks.WriteErr() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("WriteErr still %v after the disk has space again", ks.WriteErr())
-		}
-		for _, s := range ks.shards {
-			if err := s.log.Sync(); err != nil {
-				t.Fatalf("sync after the disk has space again: %v", err)
-			}
-		}
-	}
-	check := func(ks *Keyspace, when string) {
-		t.Helper()
-		for k, v := range want {
-			got, _, ok := getString(t, ks, 0, k)
-			if !ok || got != v {
-				t.Fatalf("%s: %q = %q, %v; want %q", when, k, got, ok, v)
-			}
-		}
-		for _, k := range failed {
-			wantMissing(t, ks, 0, k)
-		}
-		if n := ks.DBSize(0); n != int64(len(want)) {
-			t.Fatalf("%s: DBSize = %d, want %d", when, n, len(want))
-		}
-	}
-	check(ks, "after recovery")
-	crashed := mem.CrashClone()
-	mustClose(t, ks)
-	ks = mustOpen(t, opts)
-	check(ks, "after reopen")
-	mustClose(t, ks)
-	ks = mustOpen(t, testOpts(crashed, clk))
-	check(ks, "after crash")
-	mustClose(t, ks)
 }

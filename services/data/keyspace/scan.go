@@ -65,6 +65,9 @@ func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
 
 // RandomKey returns a random live key of db, or nil when db is empty.
 func (ks *Keyspace) RandomKey(db int) []byte {
+	if ks.DBSize(db) == 0 {
+		return nil
+	}
 	now := ks.opts.Now()
 	for attempt := 0; attempt < 64; attempt++ {
 		s := ks.shards[rand.IntN(len(ks.shards))]
@@ -84,6 +87,13 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 	// Sparse database: walk from a random shard until a key turns up.
 	start := rand.IntN(len(ks.shards))
 	for n := range ks.shards {
+		s := ks.shards[(start+n)%len(ks.shards)]
+		s.mu.RLock()
+		empty := s.keys[db] == 0
+		s.mu.RUnlock()
+		if empty {
+			continue
+		}
 		var found []byte
 		c := uint64((start+n)%len(ks.shards)) << 32
 		for found == nil {

@@ -82,7 +82,9 @@ func (tx *Tx) Meta(i int) (Meta, bool) {
 		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: len(k.val)}, true
 	}
 	m := k.entry.metaOf()
-	m.ExpireAt = k.entry.expireAt
+	if k.op == opExpire {
+		m.ExpireAt = k.expireAt
+	}
 	return m, true
 }
 
@@ -284,9 +286,10 @@ func (tx *Tx) begin() {
 }
 
 // commitLocked appends the transaction's records and updates the index. When the transaction
-// spans shards and deletes keys, puts are made as durable as the policy promises before any
-// delete is appended, so a crash between the two can lose the delete (the old key survives)
-// but never both copies (RENAME, MOVE).
+// spans shards and deletes keys, puts are written (and, unless appendfsync is "no", synced)
+// before any delete is appended, so a crash between the two can lose the delete (the old key
+// survives) but never both copies (RENAME, MOVE). Other multi-shard writes (MSET across
+// shards) may be partly applied after a crash that hits before they were acknowledged.
 func (tx *Tx) commitLocked(se *Session, multiShard bool) error {
 	var putShards []*shard
 	hasDelete := false
@@ -302,7 +305,9 @@ func (tx *Tx) commitLocked(se *Session, multiShard bool) error {
 		}
 	}
 	if multiShard && hasDelete && len(putShards) > 0 {
-		sync := tx.ks.Fsync() == vlog.FsyncAlways
+		// Under everysec too: the background sync visits shards in turn, and a power loss
+		// between the source's sync and the destination's must not lose both copies.
+		sync := tx.ks.Fsync() != vlog.FsyncNo
 		for _, s := range sortShards(putShards) {
 			if err := s.log.Flush(s.log.AppendedLSN(), sync); err != nil {
 				return err

@@ -106,7 +106,12 @@ func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
 		s.rf.Close()
 		if s.remove {
-			s.fs.Remove(s.path)
+			// Removal only reclaims space (whatever dropped the segment made it irrelevant
+			// first), so failures are not fatal; the directory sync keeps a crash from
+			// bringing the file back to be replayed again.
+			if s.fs.Remove(s.path) == nil {
+				s.fs.SyncDir(filepath.Dir(s.path))
+			}
 		}
 	}
 }
@@ -157,7 +162,7 @@ func Open(opts Options, fn ReplayFunc) (*Log, error) {
 		return nil, fmt.Errorf("vlog: segment size %d out of range (1..%d)", opts.SegmentSize, MaxSegmentSize)
 	}
 	if opts.MaxTail <= 0 {
-		opts.MaxTail = 64 << 20
+		opts.MaxTail = 8 << 20
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
