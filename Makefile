@@ -11,6 +11,8 @@ BINARIES := lavik-data lavik-bench
 
 .DEFAULT_GOAL := help
 
+include proto.mk
+
 .PHONY: help
 help: ## list the targets
 	@echo "Lavik make targets:"
@@ -29,7 +31,7 @@ run: build ## build and start a standalone lavik-data on $(PORT) with data in $(
 	$(BIN)/lavik-data --port $(PORT) --dir $(DATA_DIR)
 
 .PHONY: test
-test: build vet fmt-check ## build and run the whole test suite (unit, fuzz smoke, end-to-end)
+test: build vet fmt-check proto-check ## build and run the whole test suite (unit, fuzz smoke, end-to-end)
 	$(GO) test $(GOFLAGS) -count=1 -timeout 20m ./...
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReplyReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
@@ -51,6 +53,18 @@ test-redis: ## run the end-to-end suite against redis-server (the reference beha
 .PHONY: soak
 soak: build ## long randomized model test across restarts
 	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
+
+.PHONY: bench
+bench: build ## Lavik vs redis-server side by side: 1M keys x 1 KiB, GET/SET, 50/200 conns, pipeline 1/16 (~5 min)
+	$(BIN)/lavik-bench compare --lavik-bin $(BIN)/lavik-data --redis-bin redis-server \
+		--keys 1000000 --value-size 1024 --workloads get,set --conns 50,200 --pipelines 1,16 \
+		--rounds 2 --warmup 2s --duration 6s --json $(BIN)/bench.json
+
+.PHONY: bench-full
+bench-full: build ## longer sweeps over 50..1280 connections, 1,000-4,000 byte values, and a chart
+	$(BIN)/lavik-bench compare --full --lavik-bin $(BIN)/lavik-data --redis-bin redis-server \
+		--keys 1000000 --value-min 1000 --value-max 4000 --rounds 2 \
+		--json $(BIN)/bench-full.json --csv $(BIN)/bench-full.csv --chart $(BIN)/bench-full.html
 
 .PHONY: vet
 vet: ## go vet

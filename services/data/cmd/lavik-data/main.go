@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 
@@ -40,6 +41,16 @@ func run(args []string) int {
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "lavik-data: %v\n", err)
 		return 1
+	}
+	// LAVIK_CPUPROFILE=<file> records a CPU profile from start to exit, for `go tool pprof`.
+	if p := os.Getenv("LAVIK_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
 	}
 	configFile := ""
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
