@@ -18,9 +18,14 @@ type ReadReq struct {
 	Off  int64
 	Buf  []byte
 	N    int
+	// Fixed is the index+1 of the engine's registered buffer that Buf is (0: an ordinary
+	// buffer), as returned by Engine.Buffer.
+	Fixed int
 
 	Done int
 	Err  error
+
+	fd int // set by engines that need the descriptor
 }
 
 // Engine reads value-log records. Read submits a batch and returns when every request of it has
@@ -30,6 +35,10 @@ type ReadReq struct {
 // one system call (io_uring) gets them together; the pread engine simply runs them.
 type Engine interface {
 	Read(reqs []*ReadReq)
+	// Buffer returns a buffer of n bytes suitable for direct reads, and the value for
+	// ReadReq.Fixed; ReleaseBuffer gives it back.
+	Buffer(n int) (buf []byte, fixed int)
+	ReleaseBuffer(buf []byte, fixed int)
 	Name() string
 	Stats() EngineStats
 	Close() error
@@ -41,19 +50,42 @@ type EngineStats struct {
 	Bytes   uint64 // bytes read
 	Batches uint64 // calls to Read
 	Errors  uint64 // requests that failed
+	// io_uring only:
+	Submits    uint64 // io_uring_enter calls that submitted reads
+	Wakeups    uint64 // completion wake-ups (each may complete many reads)
+	FixedReads uint64 // reads into registered buffers
 }
 
-// NewEngine returns the engine named by kind ("pread", or "auto", which is pread until the
-// io_uring engine lands) with at most depth reads in flight.
+// NewEngine returns the engine named by kind with at most depth reads in flight: "uring"
+// (io_uring, an error where the kernel refuses it), "pread", or "auto", which is io_uring where
+// available and pread otherwise (the returned error is then nil and the fallback reason is
+// reported by Fallback).
 func NewEngine(kind string, depth int) (Engine, error) {
 	if depth <= 0 {
 		depth = 64
 	}
 	switch kind {
-	case "", "auto", "pread":
+	case "uring":
+		return newUringEngine(depth)
+	case "", "auto":
+		e, err := newUringEngine(depth)
+		if err == nil {
+			return e, nil
+		}
+		lastFallback.Store(err.Error())
+		return newPreadEngine(depth), nil
+	case "pread":
 		return newPreadEngine(depth), nil
 	}
-	return nil, fmt.Errorf("vlog: unknown io engine %q (want auto or pread)", kind)
+	return nil, fmt.Errorf("vlog: unknown io engine %q (want auto, uring or pread)", kind)
+}
+
+var lastFallback atomic.Value
+
+// Fallback reports why "auto" last chose pread over io_uring ("" if it did not).
+func Fallback() string {
+	s, _ := lastFallback.Load().(string)
+	return s
 }
 
 // preadEngine runs each read as a positioned read on the calling goroutine (or, for batches, on
@@ -69,6 +101,10 @@ func newPreadEngine(depth int) *preadEngine {
 }
 
 func (e *preadEngine) Name() string { return "pread" }
+
+func (e *preadEngine) Buffer(n int) ([]byte, int) { return getAligned(n), 0 }
+
+func (e *preadEngine) ReleaseBuffer(b []byte, _ int) { putAligned(b) }
 
 func (e *preadEngine) Read(reqs []*ReadReq) {
 	e.stats.batches.Add(1)
