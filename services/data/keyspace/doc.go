@@ -1,9 +1,9 @@
 // Package keyspace is Lavik's keyspace: keys split into shards by hash, each shard owning an
 // in-memory index partition (index.go), a value log (package vlog) and its expiry bookkeeping.
 //
-// A shard's lock covers only memory: lookups take the index entry (location, version) under the
-// read lock and read the value from the SSD outside any lock, then verify the record's CRC and
-// key. Writers append a record to the shard's log tail and update the index under the write
+// A shard's lock covers only memory: lookups take the index entry (the value's location) under
+// the read lock and read the value from the SSD outside any lock, then verify the record's CRC
+// and key. Writers append a record to the shard's log tail and update the index under the write
 // lock; they never wait for the disk while holding it. Read-modify-write commands (INCR,
 // APPEND, RENAME, ...) run as optimistic transactions (tx.go): the function runs under the locks
 // of every shard it touches; if it needs a value that is on disk, the locks are dropped, the
@@ -12,6 +12,11 @@
 // Durability is per connection: a Session remembers the highest log position it produced in
 // each shard, and Session.Wait (called before a batch's replies go out) group-commits those
 // logs according to the appendfsync policy.
+//
+// The index (index.go) costs at most 48 bytes a key beyond the key's bytes: a 32-byte entry, a
+// 4-byte slot at load 0.375-0.75 and a length prefix for the key. Its arrays hold no pointers and
+// live outside the Go heap (offheap.go), so the collector neither scans them nor lets GOGC
+// double them; the Go heap holds nothing per key.
 //
 // Databases (SELECT 0-15) are part of the key identity: the hash, the index entry and every
 // record carry the database number.

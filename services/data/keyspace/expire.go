@@ -66,12 +66,8 @@ func (ks *Keyspace) expireBatchOf(s *shard) (seen, removed int) {
 			ttlSum += e.expireAt - now
 			continue
 		}
-		key := s.ix.key(e)
-		db := e.db()
-		if _, pos, ok := s.ix.find(uint32(hashKey(db, key)), db, key); ok {
-			s.removeLocked(i, pos)
-			removed++
-		}
+		s.removeLocked(i, s.ix.slotOf(i))
+		removed++
 	}
 	if live := seen - removed; live > 0 {
 		// Exponential moving average of the remaining TTL, for INFO keyspace avg_ttl.

@@ -1,101 +1,148 @@
 package keyspace
 
-import "bytes"
-
-// entry is one key's index record. It holds no pointers, so a shard's entries live in a few
-// large arrays the garbage collector never scans element by element.
-type entry struct {
-	// keyRef locates the key bytes in the shard's arena: chunk<<32 | offset.
-	keyRef uint64
-	// meta packs version<<16 | db<<8 | vtype<<4 | flags. Version is 48 bits, ample for one
-	// shard's lifetime of writes (2.8e14).
-	meta     uint64
-	expireAt int64 // unix ms; 0 = no expiry
-	seg      uint32
-	off      uint32
-	vlen     uint32 // value length (payload bytes of the record)
-	keyLen   uint32
-}
-
-const (
-	flagLive = 1
-	// flagRaw remembers that the value was last written by an in-place edit (APPEND,
-	// SETRANGE), which Redis reports as the "raw" encoding whatever the length.
-	flagRaw = 2
-
-	versionShift = 16
-	dbShift      = 8
-	vtypeShift   = 4
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"unsafe"
 )
 
-func packMeta(version uint64, db uint8, vtype uint8) uint64 {
-	m := version<<versionShift | uint64(db)<<dbShift | uint64(vtype&0xf)<<vtypeShift | flagLive
+// entry is one key's index record: 32 bytes, no pointers, in an off-heap array (offheap.go).
+//
+// The entry carries no version. Recovery needs the version of the record that defines each
+// entry only while it replays the log, and keeps it in a temporary table (replay.go); a
+// transaction validates a value it read earlier by the record's location, which every value
+// change moves (see Tx).
+type entry struct {
+	// w0 packs keyOff | db<<40 | vtype<<48 | flags<<52; the top 8 bits are spare. keyOff is
+	// where the key starts in the shard's arena: 40 bits, a terabyte of keys per shard.
+	w0       uint64
+	expireAt int64  // unix ms; 0 = no expiry
+	seg      uint32 // value record location; in a free entry, the next free entry + 1
+	off      uint32
+	vlen     uint32 // value length (payload bytes of the record)
+	hash     uint32 // the key's index hash: home slot and slot tag derive from it
+}
+
+// The entry must stay 32 bytes: the 48-byte budget per key is 32 for the entry, 1 for the
+// key's length prefix, and what is left for the slot array (4 bytes a slot at load >= 0.375).
+const _ = uint(32-unsafe.Sizeof(entry{})) + uint(unsafe.Sizeof(entry{})-32)
+
+const (
+	keyOffBits = 40
+	keyOffMask = 1<<keyOffBits - 1
+	dbShift    = 40
+	vtypeShift = 48
+	flagShift  = 52
+
+	flagLive = 1 << flagShift
+	// flagRaw remembers that the value was last written by an in-place edit (APPEND,
+	// SETRANGE), which Redis reports as the "raw" encoding whatever the length.
+	flagRaw = 2 << flagShift
+)
+
+// packMeta packs everything of w0 but the key offset.
+func packMeta(db uint8, vtype uint8) uint64 {
+	m := uint64(db)<<dbShift | uint64(vtype&0xf)<<vtypeShift | flagLive
 	if vtype&RawHint != 0 {
 		m |= flagRaw
 	}
 	return m
 }
 
-func (e *entry) live() bool      { return e.meta&flagLive != 0 }
-func (e *entry) version() uint64 { return e.meta >> versionShift }
-func (e *entry) db() uint8       { return uint8(e.meta >> dbShift) }
-func (e *entry) vtype() uint8    { return uint8(e.meta>>vtypeShift) & 0xf }
-func (e *entry) raw() bool       { return e.meta&flagRaw != 0 }
-func (e *entry) setVersion(v uint64) {
-	e.meta = e.meta&(1<<versionShift-1) | v<<versionShift
-}
+// setMeta sets the entry's database, value type and raw hint, keeping its key.
+func (e *entry) setMeta(db uint8, vtype uint8) { e.w0 = e.w0&keyOffMask | packMeta(db, vtype) }
 
-// recordSize is the on-disk size of the entry's value record.
-func (e *entry) recordSize() int { return 32 + int(e.keyLen) + int(e.vlen) }
+func (e *entry) keyOff() uint64 { return e.w0 & keyOffMask }
+func (e *entry) live() bool     { return e.w0&flagLive != 0 }
+func (e *entry) db() uint8      { return uint8(e.w0 >> dbShift) }
+func (e *entry) vtype() uint8   { return uint8(e.w0>>vtypeShift) & 0xf }
+func (e *entry) raw() bool      { return e.w0&flagRaw != 0 }
+
+// loc is the value record's location as one number. It changes whenever the value does.
+func (e *entry) loc() uint64 { return uint64(e.seg)<<32 | uint64(e.off) }
 
 const (
-	entryChunkBits = 12
-	entryChunk     = 1 << entryChunkBits
-	maxLoad        = 0.75
+	maxLoad      = 0.75
+	minSlots     = 1024
+	firstIdxBits = 10
 )
 
-// index is one shard's open-addressing hash table. slots hold hash<<32 | entryIndex+1 (0 is
-// empty) so probing compares hashes without touching entries or keys; linear probing with
-// backward-shift deletion keeps it free of tombstones. Entries are stored densely in fixed-size
-// chunks and their indexes never change while the key lives, which gives SCAN a stable cursor.
+var (
+	errIndexFull = errors.New("keyspace: index full (2^32-1 entries in a shard)")
+	errArenaFull = errors.New("keyspace: key arena full (1 TiB of keys in a shard)")
+)
+
+// index is one shard's open-addressing hash table. Three off-heap arrays hold it:
+//
+//   - entries, 32 bytes each, stored densely; an entry's index never changes while its key
+//     lives, which gives SCAN a stable cursor. Dead entries form a free list, reused first.
+//   - slots, uint32 each: entry index + 1 in the low idxBits bits (0 is an empty slot) and the
+//     top bits of the key's hash above them, as a tag. A probe compares the tag before it
+//     touches the entry, and the entry's full 32-bit hash before it touches the key, so a
+//     miss rarely leaves the slot array. idxBits widens as the entry count grows, shrinking
+//     the tag; slots keep their positions.
+//   - the key arena: each key as a uvarint length and its bytes, back to back.
+//
+// Linear probing with backward-shift deletion keeps the table free of tombstones.
 //
 // Rejected: Go maps keyed by string (a heap object and pointer per key, tens of bytes of
-// overhead, GC scanning), and storing keys inline in entries (variable size).
+// overhead, GC scanning); keys inline in entries (variable size); 64-bit slots holding the
+// full hash (8 bytes a slot is 11-21 bytes a key at our load factors, over the budget once
+// the entry is 32 bytes).
 type index struct {
-	slots  []uint64
-	mask   uint64
-	count  int
-	chunks [][]entry
-	free   []uint32 // indexes of dead entries, reused first
-	high   uint32   // entries ever allocated
-	arena  arena
+	slots   []uint32 // view of slotMem; len is a power of two
+	mask    uint32   // len(slots) - 1
+	idxBits uint     // low bits of a slot holding entry index + 1
+	idxMask uint32   // 1<<idxBits - 1
+	count   int      // live entries
+	entries []entry  // view of entryMem, all of it
+	// high is the number of entries ever handed out. Invariant: high == count + nfree.
+	high     uint32
+	freeHead uint32 // first free entry + 1; 0 = none
+	nfree    int
+	arena    arena
+
+	slotMem, entryMem region
+	// closed: the index was released (Keyspace.Close) and must not allocate again.
+	closed bool
 }
 
-func newIndex() *index {
-	ix := &index{}
-	ix.slots = make([]uint64, 1024)
-	ix.mask = uint64(len(ix.slots) - 1)
-	return ix
+func newIndex() (*index, error) {
+	ix := &index{idxBits: firstIdxBits, idxMask: 1<<firstIdxBits - 1}
+	if err := ix.slotMem.resize(minSlots * 4); err != nil {
+		return nil, err
+	}
+	ix.slots = view[uint32](&ix.slotMem, minSlots)
+	ix.mask = minSlots - 1
+	return ix, nil
 }
 
-func (ix *index) entry(i uint32) *entry {
-	return &ix.chunks[i>>entryChunkBits][i&(entryChunk-1)]
+// closedIndex is the empty index a shard keeps after Close: lookups find nothing and inserts
+// fail, without any off-heap memory.
+func closedIndex() *index {
+	return &index{slots: make([]uint32, 1), idxBits: firstIdxBits, idxMask: 1<<firstIdxBits - 1, closed: true}
 }
 
-func (ix *index) key(e *entry) []byte { return ix.arena.get(e.keyRef, e.keyLen) }
+func (ix *index) entry(i uint32) *entry { return &ix.entries[i] }
+
+// key returns e's key bytes, aliasing the arena: valid until the index next changes.
+func (ix *index) key(e *entry) []byte { return ix.arena.get(e.keyOff()) }
 
 // find returns the entry index of (db, key) with hash h and its slot position.
-func (ix *index) find(h uint32, db uint8, key []byte) (uint32, uint64, bool) {
-	pos := uint64(h) & ix.mask
+func (ix *index) find(h uint32, db uint8, key []byte) (uint32, uint32, bool) {
+	tag := h &^ ix.idxMask
+	pos := h & ix.mask
 	for {
 		s := ix.slots[pos]
 		if s == 0 {
 			return 0, pos, false
 		}
-		if uint32(s>>32) == h {
-			i := uint32(s) - 1
-			e := ix.entry(i)
-			if e.db() == db && int(e.keyLen) == len(key) && bytes.Equal(ix.key(e), key) {
+		if s&^ix.idxMask == tag {
+			i := s&ix.idxMask - 1
+			e := &ix.entries[i]
+			if e.hash == h && e.db() == db && bytes.Equal(ix.key(e), key) {
 				return i, pos, true
 			}
 		}
@@ -103,46 +150,91 @@ func (ix *index) find(h uint32, db uint8, key []byte) (uint32, uint64, bool) {
 	}
 }
 
-// insert adds a new entry for (db, key), which must not be present, and returns it.
-func (ix *index) insert(h uint32, db uint8, key []byte) (uint32, *entry) {
+// slotOf returns the slot position of live entry i, found by probing from its home slot
+// without comparing keys.
+func (ix *index) slotOf(i uint32) uint32 {
+	want := ix.entries[i].hash&^ix.idxMask | (i + 1)
+	pos := ix.entries[i].hash & ix.mask
+	for ix.slots[pos] != want {
+		pos = (pos + 1) & ix.mask
+	}
+	return pos
+}
+
+// reserve makes room for one more entry with a key of keyLen bytes, so that the insert that
+// follows cannot fail. Writers call it before they append a record: an index that cannot
+// grow must refuse the write, not leave a record on disk that the index lacks.
+func (ix *index) reserve(keyLen int) error {
+	if ix.closed {
+		return ErrClosed
+	}
 	if float64(ix.count+1) > maxLoad*float64(len(ix.slots)) {
-		ix.grow()
+		if err := ix.grow(); err != nil {
+			return err
+		}
+	}
+	if ix.freeHead == 0 {
+		if ix.high == math.MaxUint32 {
+			return errIndexFull
+		}
+		if int(ix.high) >= len(ix.entries) {
+			if err := ix.entryMem.resize(growSize(ix.entryMem.size(), (int(ix.high)+1)*32)); err != nil {
+				return err
+			}
+			ix.entries = view[entry](&ix.entryMem, capOf[entry](&ix.entryMem))
+		}
+		for ix.high+1 > ix.idxMask {
+			ix.widen()
+		}
+	}
+	return ix.arena.reserve(keyLen)
+}
+
+// insert adds a live entry for (db, key), which must not be present, and returns it with its
+// database set and value type 0; the caller fills in the rest.
+func (ix *index) insert(h uint32, db uint8, key []byte) (uint32, *entry, error) {
+	if err := ix.reserve(len(key)); err != nil {
+		return 0, nil, err
 	}
 	var i uint32
-	if n := len(ix.free); n > 0 {
-		i = ix.free[n-1]
-		ix.free = ix.free[:n-1]
+	if ix.freeHead != 0 {
+		i = ix.freeHead - 1
+		ix.freeHead = ix.entries[i].seg
+		ix.nfree--
 	} else {
-		if ix.high>>entryChunkBits == uint32(len(ix.chunks)) {
-			ix.chunks = append(ix.chunks, make([]entry, entryChunk))
-		}
 		i = ix.high
 		ix.high++
 	}
-	e := ix.entry(i)
-	*e = entry{keyRef: ix.arena.add(key), keyLen: uint32(len(key))}
-	pos := uint64(h) & ix.mask
+	e := &ix.entries[i]
+	*e = entry{w0: ix.arena.add(key) | packMeta(db, 0), hash: h}
+	ix.put(h, i)
+	ix.count++
+	return i, e, nil
+}
+
+// put stores entry i with hash h in the first empty slot of its probe run.
+func (ix *index) put(h, i uint32) {
+	pos := h & ix.mask
 	for ix.slots[pos] != 0 {
 		pos = (pos + 1) & ix.mask
 	}
-	ix.slots[pos] = uint64(h)<<32 | uint64(i+1)
-	ix.count++
-	return i, e
+	ix.slots[pos] = h&^ix.idxMask | (i + 1)
 }
 
-// remove deletes the entry at slot pos (from find).
-func (ix *index) remove(i uint32, pos uint64) {
-	e := ix.entry(i)
-	ix.arena.free(e.keyLen)
-	*e = entry{}
-	ix.free = append(ix.free, i)
+// remove deletes entry i at slot pos (from find or slotOf).
+func (ix *index) remove(i uint32, pos uint32) {
+	e := &ix.entries[i]
+	ix.arena.free(e.keyOff())
+	*e = entry{seg: ix.freeHead}
+	ix.freeHead = i + 1
+	ix.nfree++
 	ix.count--
 	// Backward-shift: pull later members of the probe run into the hole when their home slot
 	// does not lie cyclically in (hole, j].
 	hole := pos
 	ix.slots[hole] = 0
 	for j := (hole + 1) & ix.mask; ix.slots[j] != 0; j = (j + 1) & ix.mask {
-		home := uint64(uint32(ix.slots[j]>>32)) & ix.mask
+		home := ix.entries[ix.slots[j]&ix.idxMask-1].hash & ix.mask
 		if (j > hole && (home <= hole || home > j)) || (j < hole && home <= hole && home > j) {
 			ix.slots[hole] = ix.slots[j]
 			ix.slots[j] = 0
@@ -154,77 +246,163 @@ func (ix *index) remove(i uint32, pos uint64) {
 	}
 }
 
-func (ix *index) grow() {
-	old := ix.slots
-	ix.slots = make([]uint64, len(old)*2)
-	ix.mask = uint64(len(ix.slots) - 1)
-	for _, s := range old {
-		if s == 0 {
-			continue
+// grow doubles the slot array and re-inserts every live entry, walking the entries in order.
+func (ix *index) grow() error {
+	n := len(ix.slots) * 2
+	if n > 1<<32 {
+		return errIndexFull
+	}
+	var mem region
+	if err := mem.resize(n * 4); err != nil {
+		return err
+	}
+	old := ix.slotMem
+	ix.slotMem = mem
+	ix.slots = view[uint32](&ix.slotMem, n)
+	ix.mask = uint32(n - 1)
+	for i := uint32(0); i < ix.high; i++ {
+		if e := &ix.entries[i]; e.live() {
+			ix.put(e.hash, i)
 		}
-		pos := uint64(uint32(s>>32)) & ix.mask
-		for ix.slots[pos] != 0 {
-			pos = (pos + 1) & ix.mask
+	}
+	old.free()
+	return nil
+}
+
+// widen gives entry indexes one more bit of every slot, taking it from the tag. Slots stay
+// where they are: the tag is the hash's top bits in place, so dropping its lowest bit leaves
+// the tag of the narrower field.
+func (ix *index) widen() {
+	ix.idxBits++
+	old := ix.idxMask
+	ix.idxMask = uint32(uint64(1)<<ix.idxBits - 1)
+	for p, s := range ix.slots {
+		if s != 0 {
+			ix.slots[p] = s&^ix.idxMask | s&old
 		}
-		ix.slots[pos] = s
 	}
 }
 
 // compactArena copies every live key into a fresh arena, dropping the holes deleted keys left.
+// If the memory for it is refused, the arena stays as it is until the dead bytes double.
 func (ix *index) compactArena() {
 	var na arena
+	if err := na.mem.resize(int(ix.arena.live) + int(ix.arena.live)/16); err != nil {
+		ix.arena.compactAt = 2 * ix.arena.dead
+		return
+	}
+	na.b = na.mem.b
 	for i := uint32(0); i < ix.high; i++ {
-		e := ix.entry(i)
+		e := &ix.entries[i]
 		if e.live() {
-			e.keyRef = na.add(ix.key(e))
+			e.w0 = e.w0&^keyOffMask | na.add(ix.key(e))
 		}
 	}
+	ix.arena.mem.free()
 	ix.arena = na
 }
 
-// clear drops every entry.
+// clear drops every entry, returning the memory of all but a minimal slot array.
 func (ix *index) clear() {
-	*ix = *newIndex()
+	if ix.closed {
+		return
+	}
+	ix.entryMem.free()
+	ix.arena.mem.free()
+	slots := ix.slotMem
+	var small region
+	if len(ix.slots) > minSlots && small.resize(minSlots*4) == nil {
+		slots.free()
+		slots = small
+	} else {
+		clear(ix.slots) // kept as it is if even a small array is refused
+	}
+	*ix = index{slotMem: slots, idxBits: firstIdxBits, idxMask: 1<<firstIdxBits - 1}
+	ix.slots = view[uint32](&ix.slotMem, capOf[uint32](&ix.slotMem))
+	ix.mask = uint32(len(ix.slots) - 1)
 }
 
-// arena stores keys back to back in large chunks.
+// release frees the index's memory and leaves it closed: empty, and refusing inserts.
+func (ix *index) release() {
+	ix.slotMem.free()
+	ix.entryMem.free()
+	ix.arena.mem.free()
+	*ix = *closedIndex()
+}
+
+// bytes is the off-heap memory the index holds.
+func (ix *index) bytes() int64 {
+	return int64(ix.slotMem.size()+ix.entryMem.size()) + ix.arena.bytes()
+}
+
+// arena stores keys back to back, each as a uvarint length and its bytes, in one region.
+// Offsets, not pointers, name keys, so the region may move when it grows.
 type arena struct {
-	chunks     [][]byte
+	mem  region
+	b    []byte // mem's bytes
+	used uint64 // bytes handed out
+	// live and dead count the bytes (prefix and key) of live keys and of removed ones.
 	live, dead int64
+	// compactAt, when set, is the dead size at which to retry a compaction that failed.
+	compactAt int64
 }
 
-const arenaChunk = 1 << 20
+// reserve makes room to add a key of n bytes.
+func (a *arena) reserve(n int) error {
+	need := a.used + uint64(uvarintLen(n)+n)
+	if need > 1<<keyOffBits {
+		return errArenaFull
+	}
+	if need > uint64(len(a.b)) {
+		if err := a.mem.resize(growSize(len(a.b), int(need))); err != nil {
+			return err
+		}
+		a.b = a.mem.b
+	}
+	return nil
+}
 
+// add appends key (room reserved) and returns its offset.
 func (a *arena) add(key []byte) uint64 {
-	a.live += int64(len(key))
-	n := len(a.chunks)
-	if n == 0 || cap(a.chunks[n-1])-len(a.chunks[n-1]) < len(key) {
-		a.chunks = append(a.chunks, make([]byte, 0, max(arenaChunk, len(key))))
-		n++
+	off := a.used
+	n := binary.PutUvarint(a.b[off:], uint64(len(key)))
+	n += copy(a.b[off+uint64(n):], key)
+	a.used += uint64(n)
+	a.live += int64(n)
+	return off
+}
+
+// get returns the key at off.
+func (a *arena) get(off uint64) []byte {
+	b := a.b[off:]
+	if c := int(b[0]); c < 0x80 {
+		return b[1 : 1+c : 1+c]
 	}
-	c := a.chunks[n-1]
-	off := len(c)
-	a.chunks[n-1] = append(c, key...)
-	return uint64(n-1)<<32 | uint64(off)
+	n, w := binary.Uvarint(b)
+	end := w + int(n)
+	return b[w:end:end]
 }
 
-func (a *arena) get(ref uint64, n uint32) []byte {
-	c, off := ref>>32, uint32(ref)
-	return a.chunks[c][off : off+n : off+n]
+// free accounts for the key at off being removed.
+func (a *arena) free(off uint64) {
+	n := int64(len(a.get(off)))
+	n += int64(uvarintLen(int(n)))
+	a.live -= n
+	a.dead += n
 }
 
-func (a *arena) free(n uint32) {
-	a.live -= int64(n)
-	a.dead += int64(n)
+// bytes is the arena's mapped size.
+func (a *arena) bytes() int64 { return int64(a.mem.size()) }
+
+func (a *arena) needsCompaction() bool {
+	return a.dead > 8<<20 && a.dead > a.live && a.dead >= a.compactAt
 }
 
-func (a *arena) needsCompaction() bool { return a.dead > 8<<20 && a.dead > a.live }
-
-// bytes reports the arena's allocated size.
-func (a *arena) bytes() int64 {
-	var n int64
-	for _, c := range a.chunks {
-		n += int64(cap(c))
+func uvarintLen(n int) int {
+	w := 1
+	for n >= 0x80 {
+		n >>= 7
+		w++
 	}
-	return n
+	return w
 }

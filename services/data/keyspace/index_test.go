@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // ixKey is a key of the index model.
@@ -16,23 +17,39 @@ type ixKey struct {
 func (k ixKey) String() string { return fmt.Sprintf("%d/%q", k.db, k.key) }
 
 // ixModel is what the index should hold: every live key with its entry index, hash and the
-// version stored in its entry.
+// value location stored in its entry.
 type ixModel struct {
-	idx     map[ixKey]uint32
-	hash    map[ixKey]uint32
-	version map[ixKey]uint64
+	idx  map[ixKey]uint32
+	hash map[ixKey]uint32
+	loc  map[ixKey]uint64
 }
 
 func newIxModel() *ixModel {
-	return &ixModel{idx: map[ixKey]uint32{}, hash: map[ixKey]uint32{}, version: map[ixKey]uint64{}}
+	return &ixModel{idx: map[ixKey]uint32{}, hash: map[ixKey]uint32{}, loc: map[ixKey]uint64{}}
 }
 
-// ixInsert inserts k (absent) as the shard does: insert, then set the entry's meta.
-func ixInsert(t testing.TB, ix *index, m *ixModel, k ixKey, h uint32, version uint64) uint32 {
+// newTestIndex returns an empty index whose memory the test frees at its end.
+func newTestIndex(t testing.TB) *index {
 	t.Helper()
-	i, e := ix.insert(h, k.db, []byte(k.key))
-	e.meta = packMeta(version, k.db, TypeString)
-	m.idx[k], m.hash[k], m.version[k] = i, h, version
+	ix, err := newIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ix.release)
+	return ix
+}
+
+// ixInsert inserts k (absent) as the shard does: insert, then set the entry's fields; loc
+// stands for the value's location.
+func ixInsert(t testing.TB, ix *index, m *ixModel, k ixKey, h uint32, loc uint64) uint32 {
+	t.Helper()
+	i, e, err := ix.insert(h, k.db, []byte(k.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setMeta(k.db, TypeString)
+	e.seg, e.off = uint32(loc>>32), uint32(loc)
+	m.idx[k], m.hash[k], m.loc[k] = i, h, loc
 	return i
 }
 
@@ -45,13 +62,13 @@ func ixRemove(t testing.TB, ix *index, m *ixModel, k ixKey) {
 	ix.remove(i, pos)
 	delete(m.idx, k)
 	delete(m.hash, k)
-	delete(m.version, k)
+	delete(m.loc, k)
 }
 
 // checkIndex verifies the index against the model and its own invariants: every slot's probe
 // run is unbroken (linear probing with backward-shift deletion leaves no holes between a key's
 // home slot and its slot), slots and live entries correspond one to one, and every modelled key
-// is found at its entry with its bytes, database and version.
+// is found at its entry with its bytes, database, hash and location.
 func checkIndex(t testing.TB, ix *index, m *ixModel) {
 	t.Helper()
 	checkSlots(t, ix, m)
@@ -62,10 +79,11 @@ func checkIndex(t testing.TB, ix *index, m *ixModel) {
 			t.Fatalf("find %v = %d, %v; want entry %d", k, got, ok, i)
 		}
 		e := ix.entry(i)
-		if e.db() != k.db || !bytes.Equal(ix.key(e), []byte(k.key)) || e.version() != m.version[k] {
-			t.Fatalf("entry %d: db %d key %q version %d; want %v version %d", i, e.db(), ix.key(e), e.version(), k, m.version[k])
+		if e.db() != k.db || !bytes.Equal(ix.key(e), []byte(k.key)) || e.hash != m.hash[k] || e.loc() != m.loc[k] {
+			t.Fatalf("entry %d: db %d key %q hash %#x loc %#x; want %v hash %#x loc %#x",
+				i, e.db(), ix.key(e), e.hash, e.loc(), k, m.hash[k], m.loc[k])
 		}
-		liveBytes += int64(len(k.key))
+		liveBytes += int64(uvarintLen(len(k.key)) + len(k.key))
 	}
 	if ix.arena.live != liveBytes {
 		t.Fatalf("arena live %d, keys hold %d bytes", ix.arena.live, liveBytes)
@@ -78,8 +96,11 @@ func checkSlots(t testing.TB, ix *index, m *ixModel) {
 	if ix.count != len(m.idx) {
 		t.Fatalf("count %d, model %d", ix.count, len(m.idx))
 	}
-	if uint64(len(ix.slots)) != ix.mask+1 || len(ix.slots)&(len(ix.slots)-1) != 0 {
+	if uint64(len(ix.slots)) != uint64(ix.mask)+1 || len(ix.slots)&(len(ix.slots)-1) != 0 {
 		t.Fatalf("slots %d, mask %#x", len(ix.slots), ix.mask)
+	}
+	if ix.idxMask != uint32(uint64(1)<<ix.idxBits-1) || ix.high >= ix.idxMask {
+		t.Fatalf("idxBits %d, idxMask %#x, high %d", ix.idxBits, ix.idxMask, ix.high)
 	}
 	if float64(ix.count) > maxLoad*float64(len(ix.slots)) {
 		t.Fatalf("load %d/%d over %v", ix.count, len(ix.slots), maxLoad)
@@ -91,7 +112,7 @@ func checkSlots(t testing.TB, ix *index, m *ixModel) {
 			continue
 		}
 		used++
-		i := uint32(s) - 1
+		i := s&ix.idxMask - 1
 		if i >= ix.high {
 			t.Fatalf("slot %d names entry %d >= high %d", pos, i, ix.high)
 		}
@@ -104,8 +125,11 @@ func checkSlots(t testing.TB, ix *index, m *ixModel) {
 			t.Fatalf("slot %d names dead entry %d", pos, i)
 		}
 		k := ixKey{e.db(), string(ix.key(e))}
-		if h, ok := m.hash[k]; !ok || h != uint32(s>>32) {
-			t.Fatalf("slot %d: key %v hash %#x not in the model (model hash %#x, %v)", pos, k, uint32(s>>32), h, ok)
+		if h, ok := m.hash[k]; !ok || h != e.hash {
+			t.Fatalf("slot %d: key %v hash %#x not in the model (model hash %#x, %v)", pos, k, e.hash, h, ok)
+		}
+		if tag := s &^ ix.idxMask; tag != e.hash&^ix.idxMask {
+			t.Fatalf("slot %d: tag %#x, entry hash %#x (idxBits %d)", pos, tag, e.hash, ix.idxBits)
 		}
 	}
 	// Walk the slots once from an empty one, tracking where the current run started: a key's
@@ -120,15 +144,15 @@ func checkSlots(t testing.TB, ix *index, m *ixModel) {
 	if start < 0 {
 		t.Fatal("no empty slot")
 	}
-	runStart := uint64(start)
-	for n := uint64(1); n <= ix.mask+1; n++ {
-		pos := (uint64(start) + n) & ix.mask
+	runStart := uint32(start)
+	for n := uint64(1); n <= uint64(ix.mask)+1; n++ {
+		pos := uint32(uint64(start)+n) & ix.mask
 		s := ix.slots[pos]
 		if s == 0 {
 			runStart = pos
 			continue
 		}
-		home := uint64(uint32(s>>32)) & ix.mask
+		home := ix.entry(s&ix.idxMask-1).hash & ix.mask
 		// Cyclic distances from the empty slot before the run.
 		if (home-runStart)&ix.mask == 0 || (home-runStart)&ix.mask > (pos-runStart)&ix.mask {
 			t.Fatalf("slot %d (home %d) is not reachable from its home: the run starts after slot %d", pos, home, runStart)
@@ -137,29 +161,46 @@ func checkSlots(t testing.TB, ix *index, m *ixModel) {
 	if used != ix.count {
 		t.Fatalf("%d slots used, count %d", used, ix.count)
 	}
-	if int(ix.high) != ix.count+len(ix.free) {
-		t.Fatalf("high %d != count %d + free %d", ix.high, ix.count, len(ix.free))
+	if int(ix.high) != ix.count+ix.nfree {
+		t.Fatalf("high %d != count %d + free %d", ix.high, ix.count, ix.nfree)
 	}
-	for _, i := range ix.free {
+	free := freeList(ix)
+	if len(free) != ix.nfree {
+		t.Fatalf("free list of %d entries, nfree %d", len(free), ix.nfree)
+	}
+	for _, i := range free {
 		if ix.entry(i).live() || seen[i] {
 			t.Fatalf("free entry %d is live", i)
 		}
 	}
 }
 
+// freeList returns the free entries in list order.
+func freeList(ix *index) []uint32 {
+	var out []uint32
+	for f := ix.freeHead; f != 0 && len(out) <= int(ix.high); f = ix.entry(f - 1).seg {
+		out = append(out, f-1)
+	}
+	return out
+}
+
 func TestEntryMetaPacking(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 32 {
+		t.Fatalf("entry is %d bytes, want 32", n)
+	}
 	for _, c := range []struct {
-		version uint64
-		db      uint8
-		vtype   uint8
-	}{{1, 0, 0}, {1<<48 - 1, 255, 15}, {12345, 7, 3}} {
-		e := entry{meta: packMeta(c.version, c.db, c.vtype)}
-		if !e.live() || e.version() != c.version || e.db() != c.db || e.vtype() != c.vtype {
-			t.Fatalf("pack %+v: live %v version %d db %d vtype %d", c, e.live(), e.version(), e.db(), e.vtype())
+		off   uint64
+		db    uint8
+		vtype uint8
+	}{{0, 0, 0}, {keyOffMask, 255, 15 | RawHint}, {12345, 7, 3}, {1 << 39, 1, RawHint}} {
+		e := entry{w0: c.off}
+		e.setMeta(c.db, c.vtype)
+		if !e.live() || e.keyOff() != c.off || e.db() != c.db || e.vtype() != c.vtype&0xf || e.raw() != (c.vtype&RawHint != 0) {
+			t.Fatalf("pack %+v: live %v off %d db %d vtype %d raw %v", c, e.live(), e.keyOff(), e.db(), e.vtype(), e.raw())
 		}
-		e.setVersion(c.version / 2)
-		if !e.live() || e.version() != c.version/2 || e.db() != c.db || e.vtype() != c.vtype {
-			t.Fatalf("setVersion %+v: live %v version %d db %d vtype %d", c, e.live(), e.version(), e.db(), e.vtype())
+		e.setMeta(c.db^1, 0)
+		if !e.live() || e.keyOff() != c.off || e.db() != c.db^1 || e.vtype() != 0 || e.raw() {
+			t.Fatalf("repack %+v: live %v off %d db %d vtype %d raw %v", c, e.live(), e.keyOff(), e.db(), e.vtype(), e.raw())
 		}
 	}
 }
@@ -196,7 +237,7 @@ func TestIndexRandom(t *testing.T) {
 		}
 		pool[i] = poolKey{k, h}
 	}
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	grew := 0
 	wrapped := false
@@ -218,7 +259,7 @@ func TestIndexRandom(t *testing.T) {
 				grew++
 			}
 		}
-		if !wrapped && ix.slots[0] != 0 && uint64(uint32(ix.slots[0]>>32))&ix.mask > ix.mask/2 {
+		if s := ix.slots[0]; !wrapped && s != 0 && ix.entry(s&ix.idxMask-1).hash&ix.mask > ix.mask/2 {
 			wrapped = true
 		}
 		if op%50_000 == 0 {
@@ -254,7 +295,7 @@ func TestIndexRandom(t *testing.T) {
 func TestIndexWrapAround(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	size := uint32(len(ix.slots))
 	var pool []ixKey
@@ -308,7 +349,7 @@ func TestIndexWrapAround(t *testing.T) {
 }
 
 func TestIndexGrowKeepsEntryIndexes(t *testing.T) {
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	for i := 0; i < 20_000; i++ {
 		k := ixKey{db: 0, key: fmt.Sprintf("g%d", i)}
@@ -324,7 +365,7 @@ func TestIndexGrowKeepsEntryIndexes(t *testing.T) {
 }
 
 func TestIndexEntryReuse(t *testing.T) {
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	h := func(k ixKey) uint32 { return uint32(hashKey(k.db, []byte(k.key))) }
 	a, b, c := ixKey{0, "a"}, ixKey{0, "b"}, ixKey{0, "c"}
@@ -350,22 +391,30 @@ func TestIndexEntryReuse(t *testing.T) {
 		t.Fatalf("reinserts took entries %v (high %d), want the freed %d and %d", got, ix.high, ia, ic)
 	}
 	checkIndex(t, ix, m)
-	// A fresh entry carries nothing of the dead key it replaces.
-	if e := ix.entry(m.idx[e1]); e.expireAt != 0 || e.vlen != 0 || e.seg != 0 || e.off != 0 {
-		t.Fatalf("reused entry kept old fields: %+v", *e)
+	// A fresh entry carries nothing of the dead key it replaces (nor the free-list link).
+	ix.entry(m.idx[e1]).expireAt, ix.entry(m.idx[e1]).vlen = 99, 99
+	ixRemove(t, ix, m, e1)
+	i, e, err := ix.insert(h(e1), e1.db, []byte(e1.key))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if want := (entry{w0: e.keyOff() | packMeta(e1.db, 0), hash: h(e1)}); *e != want {
+		t.Fatalf("reused entry %d: %+v, want %+v", i, *e, want)
+	}
+	e.seg, e.off = 0, 5
+	m.idx[e1], m.hash[e1], m.loc[e1] = i, h(e1), 5
 	ix.clear()
 	m = newIxModel()
 	checkIndex(t, ix, m)
-	if ix.high != 0 || len(ix.free) != 0 {
-		t.Fatalf("clear left high %d, %d free", ix.high, len(ix.free))
+	if ix.high != 0 || ix.nfree != 0 || ix.bytes() != minSlots*4 {
+		t.Fatalf("clear left high %d, %d free, %d bytes", ix.high, ix.nfree, ix.bytes())
 	}
 }
 
 // TestIndexSameBytesDifferentDB: a key's database is part of its identity even when the hash
 // collides completely.
 func TestIndexSameBytesDifferentDB(t *testing.T) {
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	const h = 0xdeadbeef
 	var keys []ixKey
@@ -396,7 +445,7 @@ func TestIndexSameBytesDifferentDB(t *testing.T) {
 func TestIndexArenaCompaction(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
-	ix := newIndex()
+	ix := newTestIndex(t)
 	m := newIxModel()
 	const n = 60_000 // 15 MiB of keys: compaction needs more than 8 MiB dead
 	keys := make([]ixKey, 0, n+1)
@@ -405,8 +454,8 @@ func TestIndexArenaCompaction(t *testing.T) {
 		copy(b, fmt.Sprintf("%d:", i))
 		keys = append(keys, ixKey{uint8(i % 2), string(b)})
 	}
-	// One key larger than an arena chunk.
-	keys = append(keys, ixKey{0, string(bytes.Repeat([]byte("L"), arenaChunk+100))})
+	// One key of over a megabyte, with a three-byte length prefix.
+	keys = append(keys, ixKey{0, string(bytes.Repeat([]byte("L"), 1<<20+100))})
 	for i, k := range keys {
 		ixInsert(t, ix, m, k, uint32(hashKey(k.db, []byte(k.key))), uint64(i+1))
 	}
@@ -421,7 +470,7 @@ func TestIndexArenaCompaction(t *testing.T) {
 		ixRemove(t, ix, m, k)
 		if ix.arena.dead < lastDead {
 			compactions++
-			if ix.arena.dead != 0 || ix.arena.bytes() > ix.arena.live+3*arenaChunk {
+			if ix.arena.dead != 0 || ix.arena.bytes() > ix.arena.live+ix.arena.live/16+int64(pageSize) {
 				t.Fatalf("after compaction: live %d dead %d allocated %d", ix.arena.live, ix.arena.dead, ix.arena.bytes())
 			}
 		}

@@ -56,6 +56,7 @@ type Options struct {
 	Shards      int
 	SegmentSize int64
 	Engine      vlog.Engine
+	Cache       *vlog.Cache // hot-value cache shared by every shard's log; nil = off
 	Fsync       vlog.Fsync
 	Databases   int
 	Logger      *slog.Logger
@@ -86,13 +87,16 @@ type shard struct {
 	mu  sync.RWMutex
 	ix  *index
 	log *vlog.Log
-	// version is the last version handed out in this shard. Invariant: every entry's and
-	// every record's version <= version.
-	version  uint64
-	keys     []int64 // live entries per database (expired but not yet removed included)
-	expires  []int64 // entries with an expire-at per database
-	expPos   uint32  // active expiry cursor (entry index)
-	avgTTLMs atomic.Int64
+	// version is the last version handed out in this shard. Invariant: every record's
+	// version <= version.
+	version uint64
+	// replayVer, during Open only, holds the version of the record that defines each entry
+	// (by entry index), so that replay can skip older records of the key; freed after Open.
+	replayVer versionTable
+	keys      []int64 // live entries per database (expired but not yet removed included)
+	expires   []int64 // entries with an expire-at per database
+	expPos    uint32  // active expiry cursor (entry index)
+	avgTTLMs  atomic.Int64
 }
 
 // Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
@@ -132,6 +136,7 @@ func Open(opts Options) (*Keyspace, error) {
 		for _, s := range ks.shards {
 			if s != nil {
 				s.log.Close()
+				s.ix.release()
 			}
 		}
 		return nil, err
@@ -144,94 +149,36 @@ func Open(opts Options) (*Keyspace, error) {
 }
 
 func (ks *Keyspace) openShard(id int) (*shard, error) {
+	ix, err := newIndex()
+	if err != nil {
+		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
+	}
 	s := &shard{
 		id:      id,
-		ix:      newIndex(),
+		ix:      ix,
 		keys:    make([]int64, ks.opts.Databases),
 		expires: make([]int64, ks.opts.Databases),
 	}
-	var err error
+	defer s.replayVer.free()
 	s.log, err = vlog.Open(vlog.Options{
 		FS:          ks.opts.FS,
 		Dir:         filepath.Join(ks.opts.Dir, fmt.Sprintf("shard-%03d", id)),
 		SegmentSize: ks.opts.SegmentSize,
 		Engine:      ks.opts.Engine,
+		Cache:       ks.opts.Cache,
 		Fsync:       ks.opts.Fsync,
 		Logger:      ks.log.With("shard", id),
 	}, func(loc vlog.Loc, h vlog.Header, key []byte) error {
-		s.replayLocked(ks, loc, h, key)
-		return nil
+		return s.replayLocked(ks, loc, h, key)
 	})
 	if err != nil {
+		s.ix.release()
 		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
 	}
 	// Expired keys are dropped only once the whole log is replayed: a later EXPIRE or PERSIST
 	// record may have moved a key's expire-at past now, and it needs the entry to apply to.
 	s.dropExpiredLocked(ks.opts.Now())
 	return s, nil
-}
-
-// dropExpiredLocked removes every entry whose expire-at is at or before now.
-func (s *shard) dropExpiredLocked(now int64) {
-	for i := uint32(0); i < s.ix.high; i++ {
-		e := s.ix.entry(i)
-		if !e.live() || !e.expired(now) {
-			continue
-		}
-		key := s.ix.key(e)
-		if _, pos, ok := s.ix.find(uint32(hashKey(e.db(), key)), e.db(), key); ok {
-			s.removeLocked(i, pos)
-		}
-	}
-}
-
-// replayLocked applies one record during recovery.
-func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) {
-	s.version = max(s.version, h.Version)
-	db := h.DB
-	if int(db) >= len(s.keys) {
-		// Written with a larger --databases: keep such keys out of reach rather than fail.
-		return
-	}
-	switch h.Kind {
-	case vlog.KindFlushAll:
-		s.clearLocked()
-		return
-	case vlog.KindFlushDB:
-		s.flushDBLocked(db)
-		return
-	}
-	hash := ks.hash(db, key)
-	i, pos, found := s.ix.find(uint32(hash), db, key)
-	if found && s.ix.entry(i).version() > h.Version {
-		return // an older record than what the index holds
-	}
-	switch h.Kind {
-	case vlog.KindPut:
-		var e *entry
-		if found {
-			e = s.ix.entry(i)
-			s.countLocked(e, -1)
-		} else {
-			_, e = s.ix.insert(uint32(hash), db, key)
-		}
-		e.meta = packMeta(h.Version, db, h.VType)
-		e.expireAt, e.seg, e.off, e.vlen = h.ExpireAt, loc.Seg, loc.Off, h.ValLen
-		s.countLocked(e, 1)
-	case vlog.KindDelete:
-		if found {
-			s.removeLocked(i, pos)
-		}
-	case vlog.KindExpire:
-		if !found {
-			return
-		}
-		e := s.ix.entry(i)
-		s.countLocked(e, -1)
-		e.expireAt = h.ExpireAt
-		e.setVersion(h.Version)
-		s.countLocked(e, 1)
-	}
 }
 
 func (s *shard) countLocked(e *entry, d int64) {
@@ -241,7 +188,7 @@ func (s *shard) countLocked(e *entry, d int64) {
 	}
 }
 
-func (s *shard) removeLocked(i uint32, pos uint64) {
+func (s *shard) removeLocked(i uint32, pos uint32) {
 	s.countLocked(s.ix.entry(i), -1)
 	s.ix.remove(i, pos)
 }
@@ -262,13 +209,8 @@ func (s *shard) flushDBLocked(db uint8) {
 		return
 	}
 	for i := uint32(0); i < s.ix.high; i++ {
-		e := s.ix.entry(i)
-		if !e.live() || e.db() != db {
-			continue
-		}
-		_, pos, ok := s.ix.find(uint32(hashKey(db, s.ix.key(e))), db, s.ix.key(e))
-		if ok {
-			s.removeLocked(i, pos)
+		if e := s.ix.entry(i); e.live() && e.db() == db {
+			s.removeLocked(i, s.ix.slotOf(i))
 		}
 	}
 }
@@ -314,7 +256,8 @@ func (ks *Keyspace) Databases() int { return ks.opts.Databases }
 // LoadTime is how long Open took to rebuild the index.
 func (ks *Keyspace) LoadTime() time.Duration { return ks.loadTime }
 
-// Close stops background work and syncs and closes every shard's log.
+// Close stops background work, syncs and closes every shard's log and frees the index.
+// Afterwards the keyspace is empty: lookups find nothing and writes fail.
 func (ks *Keyspace) Close() error {
 	select {
 	case <-ks.stop:
@@ -327,6 +270,10 @@ func (ks *Keyspace) Close() error {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		errs = append(errs, s.log.Close())
+		// The index lives outside the Go heap, so nothing would free it but this.
+		s.ix.release()
+		clear(s.keys)
+		clear(s.expires)
 		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
@@ -346,8 +293,10 @@ func (ks *Keyspace) syncLoop() {
 		}
 		for _, s := range ks.shards {
 			var err error
-			switch ks.Fsync() {
-			case vlog.FsyncNo:
+			switch {
+			case s.log.WriteErr() != nil:
+				err = s.log.Retry()
+			case ks.Fsync() == vlog.FsyncNo:
 				err = s.log.Flush(s.log.AppendedLSN(), false)
 			default:
 				err = s.log.Sync()

@@ -207,7 +207,7 @@ func TestPutGetLookup(t *testing.T) {
 	}
 	wantValue(t, ks, 0, "a", "1")
 	m1, ok := ks.Lookup(0, []byte("a"))
-	if !ok || m1.Type != TypeString || m1.Len != 1 || m1.ExpireAt != 0 || m1.Version == 0 {
+	if !ok || m1.Type != TypeString || m1.Len != 1 || m1.ExpireAt != 0 {
 		t.Fatalf("Lookup = %+v, %v", m1, ok)
 	}
 	if err := se.Wait(); err != nil {
@@ -227,10 +227,10 @@ func TestPutGetLookup(t *testing.T) {
 		t.Fatal("a synced value was not read through the engine")
 	}
 
-	// Overwrite: new version and length.
+	// Overwrite: new length.
 	mustPut(t, ks, se, 0, "a", "22", 0)
 	_, m2, _ := getString(t, ks, 0, "a")
-	if m2.Version <= m1.Version || m2.Len != 2 {
+	if m2.Len != 2 || m2.Type != TypeString {
 		t.Fatalf("after overwrite meta %+v (before %+v)", m2, m1)
 	}
 
@@ -274,15 +274,16 @@ func TestPutGetLookup(t *testing.T) {
 	wantValue(t, ks, 0, "empty", "")
 	wantValue(t, ks, 0, "big", big)
 	wantMissing(t, ks, 0, "bin\x00\xff")
-	if _, m3, _ := getString(t, ks, 0, "a"); m3.Version != m2.Version {
-		t.Fatalf("version after reopen %d, want %d", m3.Version, m2.Version)
+	if _, m3, _ := getString(t, ks, 0, "a"); m3 != m2 {
+		t.Fatalf("meta after reopen %+v, want %+v", m3, m2)
 	}
-	// Versions keep growing after a reopen.
+	// Record versions keep growing after a reopen, so the new value wins the next replay.
 	se = ks.NewSession()
 	mustPut(t, ks, se, 0, "a", "333", 0)
-	if _, m4, _ := getString(t, ks, 0, "a"); m4.Version <= m2.Version {
-		t.Fatalf("version after reopen and put %d, want > %d", m4.Version, m2.Version)
-	}
+	mustClose(t, ks)
+	ks = mustOpen(t, opts)
+	defer ks.Close()
+	wantValue(t, ks, 0, "a", "333")
 }
 
 func TestMGet(t *testing.T) {
@@ -313,7 +314,7 @@ func TestMGet(t *testing.T) {
 	want[40], want[41] = want[0], want[1]
 	clk.Advance(100)
 	seen := 0
-	ks.MGet(0, keys, func(i int, val []byte, ok bool, err error) {
+	ks.MGet(0, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if i != seen {
 			t.Fatalf("MGet called for %d, want %d (in order)", i, seen)
 		}
@@ -330,7 +331,7 @@ func TestMGet(t *testing.T) {
 		t.Fatalf("MGet called fn %d times for %d keys", seen, len(keys))
 	}
 	// Another database sees none of them.
-	ks.MGet(3, keys, func(i int, val []byte, ok bool, err error) {
+	ks.MGet(3, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if ok || err != nil {
 			t.Fatalf("MGet db 3 %q = %q, %v, %v", keys[i], val, ok, err)
 		}
@@ -611,6 +612,78 @@ func TestUpdateRetriesWhenValueChanges(t *testing.T) {
 	}
 }
 
+// TestUpdateCachedValueValidity changes a key while Update reads its value: an EXPIRE keeps the
+// record, so the value read stays valid and the function runs just once more; deleting the key
+// and writing the same bytes again makes a new record, whose value is read afresh.
+func TestUpdateCachedValueValidity(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(ks *Keyspace, se *Session, clk *testClock) error
+		calls  int
+	}{
+		{"expire", func(ks *Keyspace, se *Session, clk *testClock) error {
+			return ks.Update(se, []Key{{DB: 0, Key: []byte("k")}}, func(tx *Tx) error {
+				tx.SetExpire(0, clk.After(60_000))
+				return nil
+			})
+		}, 2},
+		{"rewrite", func(ks *Keyspace, se *Session, _ *testClock) error {
+			return ks.Update(se, []Key{{DB: 0, Key: []byte("k")}}, func(tx *Tx) error {
+				tx.Delete(0)
+				return nil
+			})
+		}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := newTestClock()
+			opts := testOpts(vfs.NewMem(), clk)
+			he := &hookEngine{Engine: opts.Engine}
+			opts.Engine = he
+			ks := mustOpen(t, opts)
+			defer ks.Close()
+			se, other := ks.NewSession(), ks.NewSession()
+			mustPut(t, ks, se, 0, "k", "v0", 0)
+			fetches := 0
+			hook := func() {
+				fetches++
+				if fetches == 1 {
+					if err := c.change(ks, other, clk); err != nil {
+						t.Error(err)
+					}
+					if c.name == "rewrite" {
+						mustPut(t, ks, other, 0, "k", "v0", 0)
+					}
+				}
+			}
+			he.hook.Store(&hook)
+			calls := 0
+			var expireAt int64
+			err := ks.Update(se, []Key{{DB: 0, Key: []byte("k")}}, func(tx *Tx) error {
+				calls++
+				v, _, err := tx.Value(0)
+				if err != nil {
+					return err
+				}
+				m, _ := tx.Meta(0)
+				expireAt = m.ExpireAt
+				tx.Put(0, append(append([]byte(nil), v...), '!'), m.ExpireAt, TypeString)
+				return nil
+			})
+			he.hook.Store(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != c.calls || fetches != c.calls-1 {
+				t.Fatalf("fn ran %d times with %d fetches, want %d and %d", calls, fetches, c.calls, c.calls-1)
+			}
+			if want := map[string]int64{"expire": clk.After(60_000)}[c.name]; expireAt != want {
+				t.Fatalf("the function saw expire-at %d, want %d", expireAt, want)
+			}
+			wantValue(t, ks, 0, "k", "v0!")
+		})
+	}
+}
+
 // TestUpdateConcurrentCounter increments one counter from several goroutines with
 // read-modify-write transactions whose values come from disk, while another goroutine keeps
 // writing other keys of the same shard. A lost update means a stale value was used.
@@ -709,7 +782,7 @@ func TestExpiryLazy(t *testing.T) {
 	if _, ok := ks.Lookup(0, []byte("k")); ok {
 		t.Fatal("Lookup returned an expired key")
 	}
-	ks.MGet(0, [][]byte{[]byte("k"), []byte("keep")}, func(i int, val []byte, ok bool, err error) {
+	ks.MGet(0, [][]byte{[]byte("k"), []byte("keep")}, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if err != nil || ok != (i == 1) {
 			t.Fatalf("MGet %d = %q, %v, %v", i, val, ok, err)
 		}

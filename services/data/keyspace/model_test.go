@@ -595,7 +595,7 @@ func (w *workload) opMGet() {
 	}
 	w.notef("mget db %d %q", db, keys)
 	calls := 0
-	w.ks.MGet(db, keys, func(i int, val []byte, ok bool, err error) {
+	w.ks.MGet(db, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		calls++
 		k := dbKey{db, string(keys[i])}
 		if err != nil {

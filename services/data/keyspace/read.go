@@ -13,11 +13,10 @@ type Meta struct {
 	Raw      bool  // written by an in-place edit (see RawHint)
 	ExpireAt int64 // unix ms, 0 = none
 	Len      int   // value length in bytes
-	Version  uint64
 }
 
 func (e *entry) metaOf() Meta {
-	return Meta{Type: e.vtype(), Raw: e.raw(), ExpireAt: e.expireAt, Len: int(e.vlen), Version: e.version()}
+	return Meta{Type: e.vtype(), Raw: e.raw(), ExpireAt: e.expireAt, Len: int(e.vlen)}
 }
 
 func (e *entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }
@@ -67,7 +66,7 @@ type pendingRead struct {
 // prepareLocked prepares the read of e's record. The shard lock is held (read or write).
 func (s *shard) prepareLocked(p *pendingRead, e *entry, db uint8, key []byte) {
 	p.db, p.key, p.vlen = db, key, int(e.vlen)
-	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, e.recordSize())
+	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, int(vlog.RecordSize(len(key), int(e.vlen))))
 	p.ready = p.err == nil
 }
 
@@ -136,9 +135,10 @@ func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, 
 
 // MGet reads many keys with one batch of disk reads and calls fn for each key in order, with
 // ok false for a missing key and err set for a read that failed. val is valid only during fn.
-func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, ok bool, err error)) {
+func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, m Meta, ok bool, err error)) {
 	ps := make([]pendingRead, len(keys))
 	found := make([]bool, len(keys))
+	metas := make([]Meta, len(keys))
 	now := ks.opts.Now()
 	for k, key := range keys {
 		h := ks.hash(uint8(db), key)
@@ -155,6 +155,7 @@ func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, ok bo
 			}
 			s.prepareLocked(&ps[k], e, uint8(db), key)
 			found[k] = true
+			metas[k] = e.metaOf()
 		}
 		s.mu.RUnlock()
 		if ok {
@@ -172,11 +173,11 @@ func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, ok bo
 	vlog.Submit(ks.opts.Engine, reads)
 	for k := range keys {
 		if !found[k] {
-			fn(k, nil, false, nil)
+			fn(k, nil, Meta{}, false, nil)
 			continue
 		}
 		val, err := ks.value(&ps[k])
-		fn(k, val, err == nil, err)
+		fn(k, val, metas[k], err == nil, err)
 		if ps[k].ready {
 			ps[k].rd.Release()
 		}

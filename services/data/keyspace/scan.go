@@ -206,7 +206,7 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 type Stats struct {
 	Hits, Misses, ExpiredKeys, CorruptReads uint64
 	Keys                                    int64
-	IndexBytes                              int64 // slots, entries and key arenas
+	IndexBytes                              int64 // off-heap slots, entries and key arenas
 	Log                                     vlog.LogStats
 	Engine                                  vlog.EngineStats
 	EngineName                              string
@@ -225,7 +225,7 @@ func (ks *Keyspace) Stats() Stats {
 	for _, s := range ks.shards {
 		s.mu.RLock()
 		st.Keys += int64(s.ix.count)
-		st.IndexBytes += int64(len(s.ix.slots))*8 + int64(len(s.ix.chunks))*entryChunk*40 + s.ix.arena.bytes()
+		st.IndexBytes += s.ix.bytes()
 		s.mu.RUnlock()
 		ls := s.log.Stats()
 		st.Log.Segments += ls.Segments

@@ -37,16 +37,18 @@ type txKey struct {
 	shard *shard
 
 	// State at the start of this attempt (after lazy expiry).
-	found   bool
-	entry   entry
-	idx     uint32
-	version uint64
+	found bool
+	entry entry
+	idx   uint32
 
-	// Cached value from an earlier attempt, valid while the entry's version is cachedVersion.
-	cached        []byte
-	cachedVersion uint64
-	haveCached    bool
-	wantValue     bool
+	// Cached value from an earlier attempt, valid while the entry's record location is
+	// cachedLoc. Every write of a value appends a new record, and a location is never reused
+	// (segment ids only grow), so an unchanged location means an unchanged value; EXPIRE and
+	// PERSIST keep the location, and the expire-at comes from the entry, not the cache.
+	cached     []byte
+	cachedLoc  uint64
+	haveCached bool
+	wantValue  bool
 
 	// Pending write.
 	op       txOp
@@ -99,7 +101,7 @@ func (tx *Tx) Value(i int) ([]byte, bool, error) {
 	if k.op == opPut {
 		return k.val, true, nil
 	}
-	if k.haveCached && k.cachedVersion == k.version {
+	if k.cacheValid() {
 		return k.cached, true, nil
 	}
 	k.wantValue = true
@@ -175,7 +177,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		var pend []*pendingRead
 		var want []*txKey
 		for _, k := range tx.uniq {
-			if !k.wantValue || !k.found || (k.haveCached && k.cachedVersion == k.version) {
+			if !k.wantValue || !k.found || k.cacheValid() {
 				continue
 			}
 			p := &pendingRead{}
@@ -219,7 +221,7 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want []*txKey) error {
 		if err == nil {
 			k := want[j]
 			k.cached = append(k.cached[:0], val...)
-			k.cachedVersion, k.haveCached = k.version, true
+			k.cachedLoc, k.haveCached = k.entry.loc(), true
 		} else if first == nil {
 			first = err
 		}
@@ -229,6 +231,9 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want []*txKey) error {
 	}
 	return first
 }
+
+// cacheValid reports whether the value cached by an earlier attempt is the key's value now.
+func (k *txKey) cacheValid() bool { return k.haveCached && k.cachedLoc == k.entry.loc() }
 
 func (tx *Tx) setup(keys []Key) {
 	tx.keys = make([]*txKey, len(keys))
@@ -280,7 +285,6 @@ func (tx *Tx) begin() {
 		if ok {
 			k.idx = i
 			k.entry = *k.shard.ix.entry(i)
-			k.version = k.entry.version()
 		}
 	}
 }
@@ -340,6 +344,12 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 	if k.op == opDelete && !found {
 		return nil // deleted by lazy expiry within this transaction: nothing on disk to undo
 	}
+	if k.op == opPut && !found {
+		// Room in the index first: a record the index cannot take must not reach the log.
+		if err := s.ix.reserve(len(k.key)); err != nil {
+			return err
+		}
+	}
 	loc, lsn, err := s.log.Append(h, k.key, val)
 	if err != nil {
 		return fmt.Errorf("keyspace: %w", err)
@@ -352,10 +362,10 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 		if found {
 			e = s.ix.entry(i)
 			s.countLocked(e, -1)
-		} else {
-			_, e = s.ix.insert(uint32(k.hash), k.db, k.key)
+		} else if _, e, err = s.ix.insert(uint32(k.hash), k.db, k.key); err != nil {
+			return err // cannot happen after reserve
 		}
-		e.meta = packMeta(h.Version, k.db, k.vtype)
+		e.setMeta(k.db, k.vtype)
 		e.expireAt, e.seg, e.off, e.vlen = k.expireAt, loc.Seg, loc.Off, uint32(len(val))
 		s.countLocked(e, 1)
 	case opDelete:
@@ -364,7 +374,6 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 		e := s.ix.entry(i)
 		s.countLocked(e, -1)
 		e.expireAt = k.expireAt
-		e.setVersion(h.Version)
 		s.countLocked(e, 1)
 	}
 	return nil

@@ -1,0 +1,103 @@
+package keyspace
+
+import "github.com/lavikdb/lavik/services/data/vlog"
+
+// Recovery rebuilds a shard's index by replaying its log in order (vlog.Open calls
+// replayLocked for every valid record). A record older than the one that defines a key's entry
+// (by version) is skipped; the versions live in a table indexed by entry that exists only
+// while the shard opens, because nothing after replay needs them and 8 bytes a key would break
+// the index's budget.
+
+// dropExpiredLocked removes every entry whose expire-at is at or before now.
+func (s *shard) dropExpiredLocked(now int64) {
+	for i := uint32(0); i < s.ix.high; i++ {
+		if e := s.ix.entry(i); e.live() && e.expired(now) {
+			s.removeLocked(i, s.ix.slotOf(i))
+		}
+	}
+}
+
+// replayLocked applies one record during recovery.
+func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) error {
+	s.version = max(s.version, h.Version)
+	db := h.DB
+	if int(db) >= len(s.keys) {
+		// Written with a larger --databases: keep such keys out of reach rather than fail.
+		return nil
+	}
+	switch h.Kind {
+	case vlog.KindFlushAll:
+		s.clearLocked()
+		return nil
+	case vlog.KindFlushDB:
+		s.flushDBLocked(db)
+		return nil
+	}
+	hash := ks.hash(db, key)
+	i, pos, found := s.ix.find(uint32(hash), db, key)
+	if found && s.replayVer.get(i) > h.Version {
+		return nil // an older record than what the index holds
+	}
+	switch h.Kind {
+	case vlog.KindPut:
+		var e *entry
+		if found {
+			e = s.ix.entry(i)
+			s.countLocked(e, -1)
+		} else {
+			var err error
+			if i, e, err = s.ix.insert(uint32(hash), db, key); err != nil {
+				return err
+			}
+		}
+		e.setMeta(db, h.VType)
+		e.expireAt, e.seg, e.off, e.vlen = h.ExpireAt, loc.Seg, loc.Off, h.ValLen
+		s.countLocked(e, 1)
+	case vlog.KindDelete:
+		if found {
+			s.removeLocked(i, pos)
+		}
+		return nil
+	case vlog.KindExpire:
+		if !found {
+			return nil
+		}
+		e := s.ix.entry(i)
+		s.countLocked(e, -1)
+		e.expireAt = h.ExpireAt
+		s.countLocked(e, 1)
+	default:
+		return nil
+	}
+	return s.replayVer.set(i, h.Version)
+}
+
+// versionTable maps entry indexes to the version of the record that defines the entry, during
+// replay only. It lives off-heap like the index, so a large replay leaves no garbage behind.
+type versionTable struct {
+	mem region
+	v   []uint64 // view of mem
+}
+
+func (t *versionTable) get(i uint32) uint64 {
+	if int(i) < len(t.v) {
+		return t.v[i]
+	}
+	return 0
+}
+
+func (t *versionTable) set(i uint32, v uint64) error {
+	if int(i) >= len(t.v) {
+		if err := t.mem.resize(growSize(t.mem.size(), (int(i)+1)*8)); err != nil {
+			return err
+		}
+		t.v = view[uint64](&t.mem, capOf[uint64](&t.mem))
+	}
+	t.v[i] = v
+	return nil
+}
+
+func (t *versionTable) free() {
+	t.mem.free()
+	t.v = nil
+}
