@@ -6,8 +6,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
 // infoSections lists INFO's sections in order; "default" omits commandstats as Redis does.
@@ -158,6 +161,7 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "mem_allocator", "go")
 	kv(b, "lavik_index_bytes", ks.IndexBytes)
 	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
+	kv(b, "lavik_value_cache_bytes", valueCacheStats().Bytes)
 	kv(b, "lavik_gc_cycles", ms.NumGC)
 	kv(b, "lavik_gc_pause_total_ns", ms.PauseTotalNs)
 }
@@ -216,6 +220,28 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_engine_read_bytes", ks.Engine.Bytes)
 	kv(b, "lavik_engine_batches", ks.Engine.Batches)
 	kv(b, "lavik_engine_errors", ks.Engine.Errors)
+	kv(b, "lavik_engine_submits", ks.Engine.Submits)
+	kv(b, "lavik_engine_wakeups", ks.Engine.Wakeups)
+	kv(b, "lavik_engine_fixed_buffer_reads", ks.Engine.FixedReads)
+	vc := valueCacheStats()
+	kv(b, "lavik_value_cache_hits", vc.Hits)
+	kv(b, "lavik_value_cache_misses", vc.Misses)
+	kv(b, "lavik_value_cache_evictions", vc.Evictions)
+}
+
+// valueCache is the process's hot-value cache (nil when off), set once by main. It is reached
+// here rather than through keyspace.Stats because the cache is one object shared by every
+// shard's log, not a per-shard figure to sum.
+var valueCache atomic.Pointer[vlog.Cache]
+
+// SetValueCache tells INFO which value cache to report.
+func SetValueCache(c *vlog.Cache) { valueCache.Store(c) }
+
+func valueCacheStats() vlog.CacheStats {
+	if c := valueCache.Load(); c != nil {
+		return c.Stats()
+	}
+	return vlog.CacheStats{}
 }
 
 func infoReplication(c *Ctx, b *strings.Builder) {

@@ -73,10 +73,12 @@ var Params = []*Param{
 		Doc: "write the process id to this file at start-up and remove it at exit"},
 	{Name: "shards", Default: "auto", Check: shardsCheck,
 		Doc: "keyspace shards, a power of two (auto = 4 per core); too few and writers contend, too many and group commits get smaller. Fixed for a data dir's life only by convenience: changing it re-shards on the next start"},
-	{Name: "io-engine", Default: "auto", Check: oneOf("auto", "pread"),
-		Doc: "how values are read from the SSD: auto picks the best available; pread uses a bounded pool of positioned reads"},
+	{Name: "io-engine", Default: "auto", Check: oneOf("auto", "uring", "pread"),
+		Doc: "how values are read from the SSD: uring batches reads through io_uring; pread uses a bounded pool of positioned reads (a blocked read holds a scheduler thread); auto is uring where the kernel allows it, else pread"},
 	{Name: "io-depth", Default: "128", Check: intRange(1, 4096),
 		Doc: "most value reads in flight at once; too low starves a fast SSD, too high only adds queueing"},
+	{Name: "value-cache-size", Default: "0", Check: zeroOrMemRange(1<<20, math.MaxInt64),
+		Doc: "DRAM for a cache of hot values read from the SSD, for skewed workloads; 0 (the default) turns it off, else at least 1mb. Too low: hot values keep going to the SSD (lavik_value_cache_hits stays low); too high: memory the index, the OS and other processes need (each cached value also costs 30-60 bytes of index). A uniform workload gains little from it"},
 	{Name: "segment-size", Default: "268435456", Check: memRange(1<<20, 2<<30),
 		Doc: "value-log segment size; too small means many files and rotations, too large means coarser space reclamation"},
 }
@@ -263,6 +265,20 @@ func memRange(lo, hi int64) func(string) (string, error) {
 		}
 		if n < lo || n > hi {
 			return "", fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+// zeroOrMemRange accepts 0 (off) or a memory value in [lo, hi].
+func zeroOrMemRange(lo, hi int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := ParseMemory(v)
+		if err != nil {
+			return "", err
+		}
+		if n != 0 && (n < lo || n > hi) {
+			return "", fmt.Errorf("argument must be 0 or between %d and %d inclusive", lo, hi)
 		}
 		return strconv.FormatInt(n, 10), nil
 	}

@@ -24,6 +24,11 @@
 // SSD path is what is measured, never the page cache. (Reading unsynced bytes with O_DIRECT
 // would make the kernel write back dirty pages inside a GET.)
 //
+// # Value cache
+//
+// An optional Cache (Options.Cache, one per process) keeps hot records in DRAM by location.
+// Records never change, so the cache needs no invalidation: see Cache for the design.
+//
 // # Recovery policy
 //
 // Replay reads every segment in order and verifies every record. A record that fails its CRC

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,6 +71,8 @@ type Options struct {
 	// too high: memory.
 	MaxTail int64
 	Logger  *slog.Logger
+	// Cache, when not nil, keeps hot records in DRAM; one cache serves every shard's log.
+	Cache *Cache
 }
 
 // MaxSegmentSize is the largest allowed SegmentSize (offsets in a Loc are uint32 and one
@@ -146,6 +149,8 @@ type Log struct {
 	}
 	corrupt  atomic.Uint64 // corrupt records found by replay or reads
 	tornCuts atomic.Uint64 // bytes cut off torn tails at open
+	// cacheID is this log's identity in opts.Cache (0 without a cache).
+	cacheID uint32
 }
 
 // ReplayFunc is called by Open for every verified record in log order.
@@ -168,6 +173,9 @@ func Open(opts Options, fn ReplayFunc) (*Log, error) {
 		opts.Logger = slog.Default()
 	}
 	l := &Log{opts: opts, log: opts.Logger, segs: map[uint32]*segment{}}
+	if opts.Cache != nil {
+		l.cacheID = opts.Cache.register()
+	}
 	l.cond = sync.NewCond(&l.mu)
 	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("vlog: %w", err)
@@ -242,13 +250,18 @@ func (l *Log) closeAll() {
 // has synced the previous active segment.
 func (l *Log) newSegmentLocked(id uint32) error {
 	p := filepath.Join(l.opts.Dir, segName(id))
+	// Failures here are write failures like any other (a full disk refuses new files too):
+	// they put the log in its write-error state so writes are refused until one succeeds.
 	wf, err := l.opts.FS.Create(p)
 	if err != nil {
-		return fmt.Errorf("vlog: create segment: %w", err)
+		l.writeErr = &WriteError{Op: "create", Err: err}
+		return l.writeErr
 	}
 	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 		wf.Close()
-		return fmt.Errorf("vlog: sync dir: %w", err)
+		l.opts.FS.Remove(p)
+		l.writeErr = &WriteError{Op: "sync dir of", Err: err}
+		return l.writeErr
 	}
 	seg, err := l.openSegment(id)
 	if err != nil {
@@ -402,6 +415,21 @@ func (l *Log) Flush(lsn uint64, sync bool) error {
 // Sync makes everything appended so far durable.
 func (l *Log) Sync() error { return l.Flush(l.AppendedLSN(), true) }
 
+// Retry writes and syncs whatever the last failure left unwritten, clearing the write error
+// when that works. The keyspace calls it every second while an error stands, so writing
+// resumes by itself once the disk has room again.
+func (l *Log) Retry() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	return l.writeTailLocked(true)
+}
+
 // WriteErr returns the last write or sync failure, or nil once writing works again.
 func (l *Log) WriteErr() error {
 	l.mu.Lock()
@@ -423,6 +451,10 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.cond.Broadcast()
 	l.closeAll()
+	if l.opts.Cache != nil {
+		// Nothing can ask for this log's records any more; let the hand discard them.
+		l.opts.Cache.dropBefore(l.cacheID, math.MaxUint32)
+	}
 	return err
 }
 
@@ -439,8 +471,12 @@ func (l *Log) Rotate() (uint32, error) {
 }
 
 // DropSegmentsBefore removes every segment older than id. Files are removed once the last
-// reader using them is done.
+// reader using them is done; cached records of those segments are discarded as the cache's
+// hand reaches them.
 func (l *Log) DropSegmentsBefore(id uint32) {
+	if l.opts.Cache != nil {
+		l.opts.Cache.dropBefore(l.cacheID, id)
+	}
 	l.mu.Lock()
 	var drop []*segment
 	for sid, s := range l.segs {

@@ -18,13 +18,19 @@ type Read struct {
 	skip int
 	n    int
 	buf  []byte // pooled buffer for the disk read, or nil
-	// aligned says buf came from the aligned pool (the segment is read with O_DIRECT).
+	// aligned says buf came from engine.Buffer (the segment is read with O_DIRECT).
 	aligned bool
+	engine  Engine
+	fixed   int
 	mem     []byte // copy of an in-memory record
+	// cache, when set, receives the record once the disk read completes, under ckey.
+	cache *Cache
+	ckey  cacheKey
 }
 
-// PrepareRead sets r up to read the n-byte record at loc. A record still in the tail is copied
-// now (under the log's lock) and needs no I/O; otherwise the segment is pinned until Release.
+// PrepareRead sets r up to read the n-byte record at loc. A record still in the tail or in the
+// value cache is copied now and needs no I/O; otherwise the segment is pinned until Release.
+// Records in the tail are never cached: they are in memory already.
 func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
 	*r = Read{n: n}
 	l.mu.Lock()
@@ -46,15 +52,25 @@ func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
 	}
 	seg.acquire()
 	l.mu.Unlock()
+	if c := l.opts.Cache; c != nil {
+		k := cacheKey{log: l.cacheID, seg: loc.Seg, off: loc.Off}
+		if b, ok := c.get(k, n); ok {
+			seg.release()
+			r.mem, r.Data = b, b
+			return nil
+		}
+		r.cache, r.ckey = c, k
+	}
 	r.seg = seg
 	off := int64(loc.Off)
 	if seg.direct {
 		start := off &^ (vfs.AlignedBlock - 1)
 		end := (off + int64(n) + vfs.AlignedBlock - 1) &^ (vfs.AlignedBlock - 1)
-		r.buf = getAligned(int(end - start))
+		r.engine = l.opts.Engine
+		r.buf, r.fixed = r.engine.Buffer(int(end - start))
 		r.aligned = true
 		r.skip = int(off - start)
-		r.req = ReadReq{File: seg.rf, Off: start, Buf: r.buf, N: int(end - start)}
+		r.req = ReadReq{File: seg.rf, Off: start, Buf: r.buf, N: int(end - start), Fixed: r.fixed}
 	} else {
 		r.buf = getPlain(n)[:n]
 		r.req = ReadReq{File: seg.rf, Off: off, Buf: r.buf, N: n}
@@ -64,6 +80,13 @@ func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
 
 // Submit completes prepared reads with one engine batch.
 func Submit(e Engine, reads []*Read) {
+	pending := false
+	for _, r := range reads {
+		pending = pending || r.Data == nil && r.Err == nil && r.seg != nil
+	}
+	if !pending {
+		return // all served from memory; return before one (below) is heap-allocated
+	}
 	var reqs []*ReadReq
 	var one [1]*ReadReq
 	for _, r := range reads {
@@ -92,6 +115,9 @@ func Submit(e Engine, reads []*Read) {
 			r.Err = fmt.Errorf("%w: short read (%d of %d bytes)", ErrCorrupt, r.req.Done, r.skip+r.n)
 		default:
 			r.Data = r.buf[r.skip : r.skip+r.n]
+			if r.cache != nil {
+				r.cache.putVerified(r.ckey, r.Data)
+			}
 		}
 	}
 }
@@ -104,7 +130,7 @@ func (r *Read) Release() {
 	}
 	if r.buf != nil {
 		if r.aligned {
-			putAligned(r.buf)
+			r.engine.ReleaseBuffer(r.buf, r.fixed)
 		} else {
 			putPlain(r.buf)
 		}
@@ -154,13 +180,20 @@ func putAligned(b []byte) {
 	alignedPools[c].Put(&b)
 }
 
+// plainBoxes recycles the *[]byte holders plainPools store, so that putPlain does not allocate
+// one per call: copies of tail and cached records are made on every such read.
+var plainBoxes sync.Pool
+
 func getPlain(n int) []byte {
 	c := sizeClass(n)
 	if c > maxClass {
 		return make([]byte, 0, n)
 	}
-	if b, ok := plainPools[c].Get().(*[]byte); ok {
-		return (*b)[:0]
+	if p, ok := plainPools[c].Get().(*[]byte); ok {
+		b := (*p)[:0]
+		*p = nil
+		plainBoxes.Put(p)
+		return b
 	}
 	return make([]byte, 0, 1<<c)
 }
@@ -170,6 +203,10 @@ func putPlain(b []byte) {
 	if c > maxClass || 1<<c != cap(b) {
 		return
 	}
-	b = b[:0]
-	plainPools[c].Put(&b)
+	p, _ := plainBoxes.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = b[:0]
+	plainPools[c].Put(p)
 }

@@ -87,14 +87,28 @@ func run(args []string) int {
 		return 1
 	}
 	defer engine.Close()
+	if why := vlog.Fallback(); why != "" && engine.Name() == "pread" {
+		log.Warn("io_uring unavailable; reading values with pread", "reason", why)
+	}
 
-	log.Info("loading data", "dir", cfg.Get("dir"), "shards", cfg.Shards(), "appendfsync", fsync.String(), "io_engine", engine.Name())
+	var cache *vlog.Cache
+	if size := cfg.Int("value-cache-size"); size > 0 {
+		if cache, err = vlog.NewCache(size); err != nil {
+			log.Error("cannot create the value cache", "size", size, "err", err)
+			return 1
+		}
+		defer cache.Close()
+		commands.SetValueCache(cache)
+	}
+
+	log.Info("loading data", "dir", cfg.Get("dir"), "shards", cfg.Shards(), "appendfsync", fsync.String(), "io_engine", engine.Name(), "value_cache_bytes", cfg.Int("value-cache-size"))
 	ks, err := keyspace.Open(keyspace.Options{
 		FS:          vfs.Default,
 		Dir:         cfg.Get("dir"),
 		Shards:      cfg.Shards(),
 		SegmentSize: cfg.Int("segment-size"),
 		Engine:      engine,
+		Cache:       cache,
 		Fsync:       fsync,
 		Databases:   int(cfg.Int("databases")),
 		Logger:      log,
