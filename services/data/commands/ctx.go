@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,7 +196,14 @@ func ErrorLine(err error) string {
 	}
 	var le *vlog.WriteError
 	if errors.As(err, &le) {
-		return "MISCONF lavik: writing the value log failed: " + le.Unwrap().Error()
+		// The cause without its file path: clients need "no space left on device", not the
+		// server's directory layout.
+		cause := le.Unwrap()
+		var pe *fs.PathError
+		if errors.As(cause, &pe) {
+			cause = pe.Err
+		}
+		return "MISCONF lavik: writing the value log failed: " + cause.Error()
 	}
 	return "ERR lavik: " + strings.TrimPrefix(err.Error(), "keyspace: ")
 }
