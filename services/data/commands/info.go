@@ -192,12 +192,40 @@ func infoPersistence(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_load_time_sec", strconv.FormatFloat(ks.LoadTime, 'f', 3, 64))
 	kv(b, "lavik_segments", ks.Log.Segments)
 	kv(b, "lavik_disk_bytes", ks.Log.DiskBytes)
+	// Reclamation (keyspace/reclaim.go): live and dead bytes of the segments, and what the
+	// background collector did; pending bytes are dropped segments that readers still hold.
+	kv(b, "lavik_live_bytes", ks.Reclaim.LiveBytes)
+	kv(b, "lavik_dead_bytes", ks.Reclaim.DeadBytes)
+	kv(b, "lavik_reclaim_rate", ks.Reclaim.Rate)
+	kv(b, "lavik_reclaim_segments_total", ks.Reclaim.Segments)
+	kv(b, "lavik_reclaim_bytes_scanned", ks.Reclaim.BytesScanned)
+	kv(b, "lavik_reclaim_bytes_moved", ks.Reclaim.BytesMoved)
+	kv(b, "lavik_reclaim_bytes_freed", ks.Reclaim.BytesFreed)
+	kv(b, "lavik_reclaim_records_kept", ks.Reclaim.RecordsKept)
+	kv(b, "lavik_reclaim_pending_bytes", ks.Reclaim.PendingBytes)
 	kv(b, "lavik_log_appends", ks.Log.Appends)
 	kv(b, "lavik_log_writes", ks.Log.Writes)
 	kv(b, "lavik_log_syncs", ks.Log.Syncs)
 	kv(b, "lavik_log_bytes_written", ks.Log.BytesWritten)
 	kv(b, "lavik_corrupt_records", ks.Log.Corrupt+ks.CorruptReads)
 	kv(b, "lavik_torn_tail_bytes_cut", ks.Log.TornBytesCut)
+	// Index checkpoints (keyspace/checkpoint.go), and what the last start loaded and replayed.
+	ck := ks.Checkpoint
+	lastAgo := int64(-1) // no checkpoint
+	if ck.LastUnixMs > 0 {
+		lastAgo = (time.Now().UnixMilli() - ck.LastUnixMs) / 1000
+	}
+	kv(b, "lavik_checkpoints_total", ck.Written)
+	kv(b, "lavik_checkpoint_failures", ck.Failed)
+	kv(b, "lavik_checkpoint_last_seconds_ago", lastAgo)
+	kv(b, "lavik_checkpoint_last_duration_sec", strconv.FormatFloat(ck.LastDuration.Seconds(), 'f', 3, 64))
+	kv(b, "lavik_checkpoint_entries", ck.Entries)
+	kv(b, "lavik_checkpoint_tail_bytes", ck.TailBytes)
+	kv(b, "lavik_load_checkpoint_entries", ck.LoadedEntries)
+	kv(b, "lavik_load_replayed_records", ck.ReplayedRecords)
+	kv(b, "lavik_load_replayed_bytes", ck.ReplayedBytes)
+	kv(b, "lavik_load_checkpoints_rejected", ck.Rejected)
+	kv(b, "lavik_load_dangling_entries_dropped", ck.DanglingDropped)
 }
 
 func infoStats(c *Ctx, b *strings.Builder) {

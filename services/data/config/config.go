@@ -79,8 +79,12 @@ var Params = []*Param{
 		Doc: "most value reads in flight at once; too low starves a fast SSD, too high only adds queueing"},
 	{Name: "value-cache-size", Default: "0", Check: zeroOrMemRange(1<<20, math.MaxInt64),
 		Doc: "DRAM for a cache of hot values read from the SSD, for skewed workloads; 0 (the default) turns it off, else at least 1mb. Too low: hot values keep going to the SSD (lavik_value_cache_hits stays low); too high: memory the index, the OS and other processes need (each cached value also costs 30-60 bytes of index). A uniform workload gains little from it"},
-	{Name: "segment-size", Default: "268435456", Check: memRange(1<<20, 2<<30),
-		Doc: "value-log segment size; too small means many files and rotations, too large means coarser space reclamation"},
+	{Name: "segment-size", Default: "67108864", Check: memRange(1<<20, 2<<30),
+		Doc: "value-log segment size; too small means many files and rotations, too large means coarser space reclamation (a shard's active segment is never reclaimed, and a segment larger than a shard's live data makes the collector rewrite live records over and over to stay within twice the live data)"},
+	{Name: "reclaim-rate", Default: "67108864", Mutable: true, Check: zeroOrMemRange(1<<20, math.MaxInt64),
+		Doc: "bytes per second the background collector may read and write to give back the space of overwritten, deleted and expired values (0 turns it off and disk use only grows). While disk use is over 1.5 times the live data the collector may go faster, without limit once it reaches twice: the space bound comes first. Too low: the collector runs at the limit's edge and writes compete with it; too high: reclamation takes SSD bandwidth that reads need"},
+	{Name: "checkpoint-interval-bytes", Default: "67108864", Check: zeroOrMemRange(1<<20, math.MaxInt64),
+		Doc: "a shard checkpoints its index once its value log has grown by this much (and by at least the size of its last checkpoint) since the last one, and every shard checkpoints at shutdown; a start loads the checkpoints and replays only the log after them. 0 turns checkpoints off: every start replays the whole log. Too low: the index is rewritten more often than it needs to be; too high: a start after a crash replays up to this much log per shard"},
 }
 
 var byName = func() map[string]*Param {

@@ -83,6 +83,8 @@ type crashConfig struct {
 	syncProb float64 // chance of an explicit sync of every shard after an operation
 	random   bool    // CrashCloneRandom: unsynced tails survive in part
 	midOp    bool    // crash inside operations (before a chosen file-system call)
+	// reclaimProb is the chance of a reclamation step after an operation (reclaim_test.go).
+	reclaimProb float64
 }
 
 // runCrash runs one seeded workload and crashes it several times. Each crash clone is opened,
@@ -113,6 +115,9 @@ func runCrash(t *testing.T, seed uint64, ops int, cfg crashConfig) {
 	for i := 1; i <= ops; i++ {
 		lo := w.durable
 		w.step()
+		if cfg.reclaimProb > 0 && rng.Float64() < cfg.reclaimProb {
+			w.reclaim()
+		}
 		var clone *vfs.MemFS
 		if cfg.midOp {
 			clone = cr.taken()

@@ -149,6 +149,10 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	opts := testOpts(mem, clk)
 	opts.Shards = 1
 	opts.SegmentSize = 1 << 10
+	// Falling back to the older record is full replay's policy; with a checkpoint the entry
+	// keeps pointing at the damaged record, which reads go on refusing
+	// (TestCheckpointCorruptRecordNotServed).
+	opts.CheckpointInterval = -1
 	ks := mustOpen(t, opts)
 	se := ks.NewSession()
 	mustPut(t, ks, se, 0, "k", "old value", 0)

@@ -24,5 +24,16 @@
 // Expiry is lazy (every access checks expire-at; an expired key is never returned) plus an
 // active cycle (expire.go) that sweeps each shard's entries incrementally. Removing an expired
 // key writes no record: its newest record already carries the expire-at, so recovery drops it
-// too.
+// too (reclamation keeps that record, or a tombstone in its place, while an older put of the key
+// may still be on disk).
+//
+// Reclamation (reclaim.go) gives dead records' space back in the background: it tracks each
+// segment's dead bytes as the index stops pointing at records, rewrites the live records of the
+// emptiest sealed segments (moving each index entry only if it still points at the old record)
+// and deletes the segments, at a rate Options.ReclaimRate bounds.
+//
+// Restart does not replay the whole log: each shard checkpoints its index (checkpoint.go) in
+// the background as its log grows and at Close, and Open loads the checkpoint and replays only
+// the records after the log position it covers. A checkpoint that fails any check is ignored
+// and the shard replays its whole log, which is always correct.
 package keyspace

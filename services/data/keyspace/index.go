@@ -40,6 +40,9 @@ const (
 	// flagRaw remembers that the value was last written by an in-place edit (APPEND,
 	// SETRANGE), which Redis reports as the "raw" encoding whatever the length.
 	flagRaw = 2 << flagShift
+	// flagCkpt, during Open only, marks an entry whose state came from the checkpoint and no
+	// later record (see checkpoint.go).
+	flagCkpt = 4 << flagShift
 )
 
 // packMeta packs everything of w0 but the key offset.

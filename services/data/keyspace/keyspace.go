@@ -62,6 +62,22 @@ type Options struct {
 	Logger      *slog.Logger
 	// Now returns the current time in unix milliseconds; tests inject a clock.
 	Now func() int64
+	// ReclaimRate is the bytes per second the background collector may read and write to
+	// give dead records' space back (reclaim.go), more when disk use nears twice the live
+	// data; 0 turns it off (SetReclaimRate changes it). Too low: under sustained overwrites
+	// the collector works at the edge of that bound, competing with writes; too high:
+	// reclamation takes I/O that reads need.
+	ReclaimRate int64
+	// CheckpointInterval: a shard checkpoints its index once its log has grown by this many
+	// bytes, and by the size of its last checkpoint, since that checkpoint (checkpoint.go).
+	// 0 means DefaultCheckpointInterval; negative turns checkpoints off, so that every start
+	// replays the whole log. Too low: the index is rewritten often; too high: a start after a
+	// crash replays more of the log.
+	CheckpointInterval int64
+	// ckptChunk and ckptHook let tests take checkpoints in small chunks and run operations
+	// between them.
+	ckptChunk int
+	ckptHook  func(shard int)
 }
 
 // Keyspace is the whole keyspace of a lavik-data process.
@@ -77,6 +93,8 @@ type Keyspace struct {
 	stats struct {
 		hits, misses, expired, corrupt atomic.Uint64
 	}
+	rc   reclaimer    // reclamation (reclaim.go)
+	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
@@ -97,6 +115,7 @@ type shard struct {
 	expires   []int64 // entries with an expire-at per database
 	expPos    uint32  // active expiry cursor (entry index)
 	avgTTLMs  atomic.Int64
+	ckpt      shardCheckpoint // checkpoint state (checkpoint.go)
 }
 
 // Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
@@ -112,6 +131,9 @@ func Open(opts Options) (*Keyspace, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if opts.CheckpointInterval == 0 {
+		opts.CheckpointInterval = DefaultCheckpointInterval
 	}
 	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	ks.fsync.Store(int32(opts.Fsync))
@@ -145,6 +167,9 @@ func Open(opts Options) (*Keyspace, error) {
 	ks.wg.Add(2)
 	go ks.expireLoop()
 	go ks.syncLoop()
+	ks.startReclaim()
+	ks.wg.Add(1)
+	go ks.checkpointLoop()
 	return ks, nil
 }
 
@@ -160,7 +185,7 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		expires: make([]int64, ks.opts.Databases),
 	}
 	defer s.replayVer.free()
-	s.log, err = vlog.Open(vlog.Options{
+	s.log, err = ks.openLog(s, vlog.Options{
 		FS:          ks.opts.FS,
 		Dir:         filepath.Join(ks.opts.Dir, fmt.Sprintf("shard-%03d", id)),
 		SegmentSize: ks.opts.SegmentSize,
@@ -189,6 +214,7 @@ func (s *shard) countLocked(e *entry, d int64) {
 }
 
 func (s *shard) removeLocked(i uint32, pos uint32) {
+	s.markRemovedLocked(s.ix.entry(i))
 	s.countLocked(s.ix.entry(i), -1)
 	s.ix.remove(i, pos)
 }
@@ -205,6 +231,7 @@ func (s *shard) flushDBLocked(db uint8) {
 		return
 	}
 	if s.keys[db] == int64(s.ix.count) {
+		s.markAllDeadLocked()
 		s.clearLocked()
 		return
 	}
@@ -266,6 +293,7 @@ func (ks *Keyspace) Close() error {
 	}
 	close(ks.stop)
 	ks.wg.Wait()
+	ks.checkpointAtClose()
 	var errs []error
 	for _, s := range ks.shards {
 		s.mu.Lock()

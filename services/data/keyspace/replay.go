@@ -19,6 +19,7 @@ func (s *shard) dropExpiredLocked(now int64) {
 
 // replayLocked applies one record during recovery.
 func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) error {
+	prev := s.version
 	s.version = max(s.version, h.Version)
 	db := h.DB
 	if int(db) >= len(s.keys) {
@@ -26,11 +27,8 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 		return nil
 	}
 	switch h.Kind {
-	case vlog.KindFlushAll:
-		s.clearLocked()
-		return nil
-	case vlog.KindFlushDB:
-		s.flushDBLocked(db)
+	case vlog.KindFlushAll, vlog.KindFlushDB:
+		s.replayFlushLocked(db, h.Kind == vlog.KindFlushAll, h.Version, prev) // reclaim.go
 		return nil
 	}
 	hash := ks.hash(db, key)
@@ -66,6 +64,10 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 		s.countLocked(e, -1)
 		e.expireAt = h.ExpireAt
 		s.countLocked(e, 1)
+		// The version table keeps the put's version: a put after this record in the log but
+		// older is a copy reclamation made later, which carries the expire-at current then
+		// (reclaim.go), and must not be skipped.
+		return nil
 	default:
 		return nil
 	}

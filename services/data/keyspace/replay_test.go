@@ -37,12 +37,13 @@ func TestReplayKeepsNewestRecord(t *testing.T) {
 	replay(vlog.KindPut, "k7", 5, 9999, 0)      // older put: ignored
 	replay(vlog.KindExpire, "k7", 60, 0, 123)   // older expire: ignored
 	replay(vlog.KindExpire, "k8", 100, 0, 456)  // newer expire: applied, location kept
-	replay(vlog.KindPut, "k8", 95, 8888, 0)     // older than the expire: ignored
+	replay(vlog.KindPut, "k8", 95, 8888, 456)   // a copy made after it, carrying its expire-at: applied
+	replay(vlog.KindPut, "k8", 90, 7777, 0)     // older than the put: ignored
 	replay(vlog.KindDelete, "k9", 50, 0, 0)     // older delete: ignored
 	replay(vlog.KindDelete, "k4999", 1e6, 0, 0) // newer delete: applied
 	replay(vlog.KindPut, "k4999", 1e6+1, 77, 0) // a later put brings it back
 	want("k7", 7, 0)
-	want("k8", 8, 456)
+	want("k8", 8888, 456)
 	want("k9", 9, 0)
 	want("k4999", 77, 0)
 	if s.version != 1e6+1 || s.keys[1] != 5000 || s.expires[1] != 1 {

@@ -212,6 +212,8 @@ type Stats struct {
 	EngineName                              string
 	Shards                                  int
 	LoadTime                                float64
+	Checkpoint                              CheckpointStats
+	Reclaim                                 ReclaimStats
 }
 
 // Stats collects counters from every shard.
@@ -222,6 +224,8 @@ func (ks *Keyspace) Stats() Stats {
 		Engine: ks.opts.Engine.Stats(), EngineName: ks.opts.Engine.Name(),
 		Shards: len(ks.shards), LoadTime: ks.loadTime.Seconds(),
 	}
+	st.Checkpoint = ks.checkpointStats()
+	st.Reclaim = ks.reclaimStats()
 	for _, s := range ks.shards {
 		s.mu.RLock()
 		st.Keys += int64(s.ix.count)

@@ -361,6 +361,7 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 		var e *entry
 		if found {
 			e = s.ix.entry(i)
+			s.markDeadLocked(e)
 			s.countLocked(e, -1)
 		} else if _, e, err = s.ix.insert(uint32(k.hash), k.db, k.key); err != nil {
 			return err // cannot happen after reserve

@@ -95,6 +95,9 @@ func (s *Server) ConfigChanged(name, value string) {
 	case "appendfsync":
 		f, _ := vlog.ParseFsync(value)
 		s.ks.SetFsync(f)
+	case "reclaim-rate":
+		n, _ := strconv.ParseInt(value, 10, 64)
+		s.ks.SetReclaimRate(n)
 	}
 }
 

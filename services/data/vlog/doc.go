@@ -29,6 +29,13 @@
 // An optional Cache (Options.Cache, one per process) keeps hot records in DRAM by location.
 // Records never change, so the cache needs no invalidation: see Cache for the design.
 //
+// # Reclamation
+//
+// The log keeps per-segment space accounting (live, dead, and which dead bytes may be older puts),
+// reads sealed segments back sequentially, and drops a segment whose file goes once no reader or
+// pin (a replication stream) uses it; see reclaim.go. What to rewrite is decided by the keyspace,
+// which owns the index.
+//
 // # Recovery policy
 //
 // Replay reads every segment in order and verifies every record. A record that fails its CRC
@@ -38,4 +45,9 @@
 // reported as corruption, counted, never served, and replay resynchronises at the next offset
 // where a whole record verifies. Keys whose newest record was lost that way fall back to the
 // newest record that verifies; the corruption counter in INFO persistence tells the operator.
+//
+// With an index checkpoint (Options.ReplayFrom, position.go) replay starts at the position the
+// checkpoint covers: the same checks apply to the records from there on, and the segments before
+// it are opened for reads without being read. A record they hold that went bad since is then
+// found by the read that fetches it, which refuses it as corrupt, rather than at start-up.
 package vlog

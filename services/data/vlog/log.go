@@ -73,6 +73,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Cache, when not nil, keeps hot records in DRAM; one cache serves every shard's log.
 	Cache *Cache
+	// ReplayFrom, when not zero, is where Open starts replaying: the position a checkpoint of
+	// the index covers (see position.go). Segments before it are opened but not replayed.
+	ReplayFrom Loc
 }
 
 // MaxSegmentSize is the largest allowed SegmentSize (offsets in a Loc are uint32 and one
@@ -101,6 +104,11 @@ type segment struct {
 	refs   atomic.Int32 // readers in flight plus one for being listed
 	fs     vfs.FS
 	remove bool // set when dropped; the last reference closes and removes the file
+	// acct is the segment's space accounting (reclaim.go), guarded by the log's mu.
+	acct segAcct
+	// gone, when set, is called once the dropped segment's file is removed and the removal
+	// is durable (reclaim.go).
+	gone func()
 }
 
 func (s *segment) acquire() { s.refs.Add(1) }
@@ -112,8 +120,8 @@ func (s *segment) release() {
 			// Removal only reclaims space (whatever dropped the segment made it irrelevant
 			// first), so failures are not fatal; the directory sync keeps a crash from
 			// bringing the file back to be replayed again.
-			if s.fs.Remove(s.path) == nil {
-				s.fs.SyncDir(filepath.Dir(s.path))
+			if s.fs.Remove(s.path) == nil && s.fs.SyncDir(filepath.Dir(s.path)) == nil && s.gone != nil {
+				s.gone()
 			}
 		}
 	}
@@ -151,6 +159,8 @@ type Log struct {
 	tornCuts atomic.Uint64 // bytes cut off torn tails at open
 	// cacheID is this log's identity in opts.Cache (0 without a cache).
 	cacheID uint32
+	// rc is reclamation's state: dropped segments not yet removed, pins (reclaim.go).
+	rc reclaimState
 }
 
 // ReplayFunc is called by Open for every verified record in log order.
@@ -195,12 +205,17 @@ func Open(opts Options, fn ReplayFunc) (*Log, error) {
 		}
 		ids = append(ids, uint32(id))
 	}
+	if err := l.checkReplayFrom(ids); err != nil {
+		return nil, err
+	}
 	for i, id := range ids {
 		last := i == len(ids)-1
-		good, err := l.replaySegment(id, last, fn)
-		if err != nil {
-			l.closeAll()
-			return nil, err
+		var good int64
+		if from, ok := l.replayStart(id); ok {
+			if good, err = l.replaySegment(id, from, last, fn); err != nil {
+				l.closeAll()
+				return nil, err
+			}
 		}
 		seg, err := l.openSegment(id)
 		if err != nil {
@@ -300,6 +315,7 @@ func (l *Log) Append(h Header, key, val []byte) (Loc, uint64, error) {
 	l.tail = AppendRecord(l.tail, h, key, val)
 	l.size += n
 	l.stats.appends.Add(1)
+	l.active.acct.appended(h.Kind, n)
 	return loc, l.lsnBase + uint64(l.size), nil
 }
 
@@ -481,9 +497,7 @@ func (l *Log) DropSegmentsBefore(id uint32) {
 	var drop []*segment
 	for sid, s := range l.segs {
 		if sid < id {
-			s.remove = true
-			drop = append(drop, s)
-			delete(l.segs, sid)
+			drop = append(drop, l.dropLocked(s))
 		}
 	}
 	l.mu.Unlock()

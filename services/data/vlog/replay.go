@@ -11,12 +11,12 @@ import (
 // replayChunk is how much of a segment replay reads per call.
 const replayChunk = 4 << 20
 
-// replaySegment verifies every record of segment id in order and hands it to fn. It returns the
-// offset just past the last good record. See the package doc for the corruption policy: in the
-// last segment the first bad record and everything after it is a torn tail and is cut off; in a
-// sealed segment a bad record is counted and skipped, and replay resynchronises on the next
-// offset where a whole record verifies.
-func (l *Log) replaySegment(id uint32, last bool, fn ReplayFunc) (int64, error) {
+// replaySegment verifies every record of segment id from offset from on, in order, and hands it
+// to fn. It returns the offset just past the last good record. See the package doc for the
+// corruption policy: in the last segment the first bad record and everything after it is a torn
+// tail and is cut off; in a sealed segment a bad record is counted and skipped, and replay
+// resynchronises on the next offset where a whole record verifies.
+func (l *Log) replaySegment(id uint32, from int64, last bool, fn ReplayFunc) (int64, error) {
 	path := l.opts.Dir + "/" + segName(id)
 	f, err := l.opts.FS.Open(path)
 	if err != nil {
@@ -28,7 +28,7 @@ func (l *Log) replaySegment(id uint32, last bool, fn ReplayFunc) (int64, error) 
 		return 0, fmt.Errorf("vlog: %w", err)
 	}
 	sc := &scanner{f: f, size: size}
-	var off int64
+	off := from
 	for off < size {
 		h, key, err := sc.record(off)
 		if err == nil {

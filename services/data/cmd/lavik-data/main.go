@@ -103,15 +103,17 @@ func run(args []string) int {
 
 	log.Info("loading data", "dir", cfg.Get("dir"), "shards", cfg.Shards(), "appendfsync", fsync.String(), "io_engine", engine.Name(), "value_cache_bytes", cfg.Int("value-cache-size"))
 	ks, err := keyspace.Open(keyspace.Options{
-		FS:          vfs.Default,
-		Dir:         cfg.Get("dir"),
-		Shards:      cfg.Shards(),
-		SegmentSize: cfg.Int("segment-size"),
-		Engine:      engine,
-		Cache:       cache,
-		Fsync:       fsync,
-		Databases:   int(cfg.Int("databases")),
-		Logger:      log,
+		FS:                 vfs.Default,
+		Dir:                cfg.Get("dir"),
+		Shards:             cfg.Shards(),
+		SegmentSize:        cfg.Int("segment-size"),
+		Engine:             engine,
+		Cache:              cache,
+		Fsync:              fsync,
+		Databases:          int(cfg.Int("databases")),
+		Logger:             log,
+		ReclaimRate:        cfg.Int("reclaim-rate"),
+		CheckpointInterval: checkpointInterval(cfg.Int("checkpoint-interval-bytes")),
 	})
 	if err != nil {
 		log.Error("cannot open the data directory", "dir", cfg.Get("dir"), "err", err)
@@ -155,6 +157,15 @@ func run(args []string) int {
 	}
 	log.Info("lavik-data stopped; every acknowledged write is on disk")
 	return code
+}
+
+// checkpointInterval maps checkpoint-interval-bytes (0 = off) to
+// keyspace.Options.CheckpointInterval (0 = the default, negative = off).
+func checkpointInterval(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func logLevel(s string) slog.Level {

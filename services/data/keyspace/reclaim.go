@@ -1,0 +1,592 @@
+package keyspace
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Reclamation gives the space of dead records back: a background collector per keyspace picks,
+// in each shard, the sealed segment with the most reclaimable bytes, copies the records that
+// still matter to the shard's active segment, makes the copies durable and drops the segment.
+// Nothing is scheduled by the operator; reclaim-rate bounds the I/O it spends (see budget: the
+// bound gives way as disk use nears twice the live data).
+//
+// # Accounting
+//
+// Every segment counts its dead bytes (vlog/reclaim.go). A put record becomes dead when the
+// index stops pointing at it: superseded (applyLocked overwrites, reclamation's moves) or
+// removed (removeLocked: deletes, lazy and active expiry, FLUSHDB); other records are dead from
+// the start. The two causes are counted apart: a superseded put never hides anything (the newer
+// record of its key does), a removed one may. After Open the live bytes of each segment are recomputed from the index (startReclaim), so
+// the figures are exact after a restart whether the index came from a full replay or from a
+// checkpoint and the log tail.
+//
+// # Choosing a segment
+//
+// A segment's gain is what collecting it frees. Dead puts always go; a record that hides older
+// versions of a key (a tombstone, an expire or flush record, or the put of a key removed by
+// expiry, which hides older puts because expiry writes no record) can go only when no older
+// segment may still hold a dead put, on disk or after a crash ("blocked" otherwise; see
+// blockedLocked). So a blocked segment's gain is its dead puts only, and the oldest segment
+// holding dead puts is also credited with the non-put bytes its collection would unblock, so
+// that tombstones stuck behind a mostly-live old segment are freed in the end. A segment is
+// collected when its gain is at least half its size, or at least a fifth of it while the shard's
+// disk bytes exceed 1.5 times its live bytes; among those, the highest ratio first. Greedy by
+// ratio keeps the copying per byte freed low; the pressure rule keeps a shard whose garbage is
+// spread thin within its space bound.
+//
+// # Collecting a segment
+//
+// The collector reads the segment sequentially (vlog.SegmentScan) and handles its records in
+// batches under the shard lock, like any writer:
+//
+//   - A put whose key's index entry still points at exactly this record (the compare-and-swap)
+//     is appended again, same version and type, with the entry's current expire-at, and the
+//     entry is moved to the copy. A put the entry no longer points at is dropped if the key
+//     is live (a newer record defines it), else it becomes a tombstone of the same version when
+//     the segment is blocked (it may be what hides older puts of a key that expired).
+//   - A tombstone is kept (appended again, same version) only if the segment is blocked and the
+//     key is not live; a flush record only if blocked.
+//   - An expire record is kept (with the current expire-at) if its key is live and the key's
+//     put lies in an older segment (the put carries an older expire-at), or as a tombstone if
+//     the key is not live and the segment is blocked.
+//
+// A key found expired is removed on the way, as lazy expiry would; since that may make a put in
+// an older segment dead, "blocked" is asked again after it. A segment created since Open whose
+// records are all dead and none of which can hide anything (no expire records; and no older
+// segment holding dead puts, or only superseded puts in it) is dropped without being read.
+//
+// Then the log is synced (the
+// copies and every record a decision relied on are durable) and, under the shard lock, the
+// segment is dropped if its live bytes reached zero. Its file is removed when the last reader
+// in flight, or a replication pin (vlog.Log.Pin), lets go of it.
+//
+// Copies keep their versions, so replay resolves an original and its copy like any two records
+// of a key: the newer version wins, and of equal versions the later one, which is the copy.
+// A copy carries the expire-at current when it was made, so it also holds every expire record
+// that precedes it in the log; replay therefore applies a put that is older than an expire record
+// it follows (replayLocked keeps the put's version, not the expire record's, as the entry's),
+// and kept expire records are written with the current expire-at too. Flush records are applied
+// by version (replayFlushLocked), because a copied flush record lands after newer records of the
+// keys it flushed. Records that hide older versions of a key that is not live are all kept as
+// tombstones of their own version. A crash after the copies are appended but
+// before the sync leaves a prefix of them: the originals are still there. A crash after the
+// sync but before the drop, or after the file's removal but before the directory sync, leaves
+// originals and copies, which replay resolves. Nothing is lost and nothing resurrected: a
+// record that hides a key's older puts is dropped only when none may be replayed.
+//
+// Index checkpoints (checkpoint.go) need no rule of their own. A checkpoint may hold a key
+// whose tombstone reclamation later drops, but only once no older segment holds a dead put,
+// and the key's put in the checkpoint's entry was dead, so its segment is gone by then: loading
+// drops entries that point into missing segments. Copies made after a checkpoint keep versions
+// at or below its version, and tail replay relocates entries to them.
+//
+// Rejected: per-key liveness checks against a persisted key set per segment (memory per key
+// beyond the index's budget), and hole punching inside segments (file systems differ, and the
+// records around the holes would still need compaction).
+const (
+	reclaimInterval    = time.Second // how often an idle collector looks for work
+	reclaimDeadRatio   = 0.5         // gain/size at which a segment is collected anyway
+	reclaimPressure    = 1.5         // disk/live ratio of a shard above which...
+	reclaimPressureMin = 0.2         // ...a segment with this gain/size is collected too
+	reclaimBatch       = 256 << 10   // bytes of records handled under one hold of the shard lock
+	reclaimBurst       = 100 * time.Millisecond
+)
+
+var (
+	errReclaimStopped = errors.New("keyspace: reclamation stopped by close")
+	errReclaimOff     = errors.New("keyspace: reclamation turned off")
+)
+
+// reclaimer is a keyspace's collector state.
+type reclaimer struct {
+	rate atomic.Int64 // bytes per second read and written; 0 turns the collector off
+	wake chan struct{}
+	// mu serialises collections (the background loop and tests) and guards next.
+	mu   sync.Mutex
+	next time.Time // the rate limiter's next free instant
+	// skip[shard] holds segments the collector leaves alone: ones holding records of a
+	// database beyond Options.Databases (replay keeps those keys out of reach, and a restart
+	// with the old setting must still find them), and ones whose live bytes did not reach zero.
+	skipMu sync.Mutex
+	skip   []map[uint32]bool
+	// fresh[shard] is the first segment id created after Open. Only such segments may be
+	// dropped unread when nothing in them is live: older ones may hold records of databases
+	// beyond Options.Databases, which the index does not count.
+	fresh []uint32
+
+	segments, scanned, moved, freed, kept atomic.Uint64
+}
+
+// ReclaimStats describe reclamation for INFO.
+type ReclaimStats struct {
+	Rate         int64 // bytes per second; 0 = off
+	LiveBytes    int64 // bytes of records the index points at
+	DeadBytes    int64 // bytes of records it does not
+	PendingBytes int64 // dropped segments whose files readers or pins still hold
+	Segments     uint64
+	BytesScanned uint64 // segment bytes read by the collector
+	BytesMoved   uint64 // bytes of records it wrote again (live puts and kept tombstones)
+	BytesFreed   uint64 // bytes of the segments it dropped
+	RecordsKept  uint64 // tombstones, expire and flush records written again
+}
+
+// startReclaim computes every segment's live bytes from the index and starts the collector.
+func (ks *Keyspace) startReclaim() {
+	ks.rc.wake = make(chan struct{}, 1)
+	ks.rc.skip = make([]map[uint32]bool, len(ks.shards))
+	ks.rc.fresh = make([]uint32, len(ks.shards))
+	ks.rc.rate.Store(ks.opts.ReclaimRate)
+	var wg sync.WaitGroup
+	for _, s := range ks.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			live := map[uint32]int64{}
+			for i := uint32(0); i < s.ix.high; i++ {
+				if e := s.ix.entry(i); e.live() {
+					live[e.seg] += vlog.RecordSize(len(s.ix.key(e)), int(e.vlen))
+				}
+			}
+			s.log.SetLive(live)
+			if segs := s.log.SegmentStats(); len(segs) > 0 {
+				ks.rc.fresh[s.id] = segs[len(segs)-1].ID + 1
+			}
+		}()
+	}
+	wg.Wait()
+	ks.wg.Add(1)
+	go ks.reclaimLoop()
+}
+
+// SetReclaimRate changes the collector's budget in bytes per second (0 stops it).
+func (ks *Keyspace) SetReclaimRate(n int64) {
+	ks.rc.rate.Store(n)
+	select {
+	case ks.rc.wake <- struct{}{}:
+	default:
+	}
+}
+
+// markDeadLocked records that the index no longer points at e's record because a newer record
+// of the key replaces it; markRemovedLocked, because the key is being removed.
+func (s *shard) markDeadLocked(e *entry) {
+	if s.log != nil { // nil during replay: startReclaim recomputes everything after it
+		s.log.MarkDead(vlog.Loc{Seg: e.seg, Off: e.off}, vlog.RecordSize(len(s.ix.key(e)), int(e.vlen)))
+	}
+}
+
+func (s *shard) markRemovedLocked(e *entry) {
+	if s.log != nil {
+		s.log.MarkRemoved(vlog.Loc{Seg: e.seg, Off: e.off}, vlog.RecordSize(len(s.ix.key(e)), int(e.vlen)))
+	}
+}
+
+// markAllDeadLocked records that the index points at nothing any more.
+func (s *shard) markAllDeadLocked() {
+	if s.log != nil {
+		s.log.MarkAllDead()
+	}
+}
+
+// replayFlushLocked applies a FLUSHDB (all false) or FLUSHALL record during recovery: it
+// removes the entries older than the record. Reclamation may copy a flush record forward, past
+// newer records of the keys it flushed, so "older" is by version, not by position. prev is the
+// highest version replayed before this record: when the record is newer than all of them (any
+// record never copied), every entry is older and the fast paths apply.
+func (s *shard) replayFlushLocked(db uint8, all bool, version, prev uint64) {
+	if version > prev {
+		if all {
+			s.clearLocked()
+		} else {
+			s.flushDBLocked(db)
+		}
+		return
+	}
+	for i := uint32(0); i < s.ix.high; i++ {
+		if e := s.ix.entry(i); e.live() && (all || e.db() == db) && s.replayVer.get(i) < version {
+			s.removeLocked(i, s.ix.slotOf(i))
+		}
+	}
+}
+
+func (ks *Keyspace) reclaimLoop() {
+	defer ks.wg.Done()
+	t := time.NewTicker(reclaimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ks.stop:
+			return
+		case <-t.C:
+		case <-ks.rc.wake:
+		}
+		// Go on while there is work: one segment per shard per round, so shards take turns.
+		for ks.rc.rate.Load() > 0 {
+			done := 0
+			for _, s := range ks.shards {
+				if s.log.WriteErr() != nil {
+					continue // the disk refuses writes; Retry in syncLoop clears it
+				}
+				id, ok := ks.pickVictim(s)
+				if !ok {
+					continue
+				}
+				err := ks.reclaimSegment(s, id, true)
+				switch {
+				case errors.Is(err, errReclaimStopped):
+					return
+				case errors.Is(err, errReclaimOff):
+				case err != nil:
+					ks.log.Warn("reclamation failed", "shard", s.id, "segment", id, "err", err)
+				default:
+					done++
+				}
+			}
+			if done == 0 {
+				break
+			}
+		}
+	}
+}
+
+// pickVictim chooses the segment of s to collect next (see the policy above).
+func (ks *Keyspace) pickVictim(s *shard) (uint32, bool) {
+	segs := s.log.SegmentStats()
+	ks.rc.skipMu.Lock()
+	skip := maps.Clone(ks.rc.skip[s.id])
+	ks.rc.skipMu.Unlock()
+	var live, disk int64
+	blockers := make([]int, 0, 2) // indexes of the first two segments that may hold dead puts
+	for i, g := range segs {
+		if !g.Pending {
+			live += g.Live()
+		}
+		disk += g.Size
+		if (g.Pending || g.Stale > 0) && len(blockers) < 2 {
+			blockers = append(blockers, i)
+		}
+	}
+	pressure := float64(disk) > reclaimPressure*float64(live)
+	best, bestRatio := uint32(0), 0.0
+	for i, g := range segs {
+		if g.Active || g.Pending || skip[g.ID] {
+			continue
+		}
+		gain := g.Dead
+		if len(blockers) > 0 && i > blockers[0] {
+			gain = g.Stale
+		}
+		if len(blockers) > 0 && i == blockers[0] {
+			// Credit the non-put bytes that collecting this segment would unblock.
+			end := len(segs) - 1
+			if len(blockers) > 1 {
+				end = blockers[1]
+			}
+			for _, t := range segs[i+1 : end+1] {
+				if !t.Active && !t.Pending {
+					gain += t.Dead - t.Stale
+				}
+			}
+		}
+		ratio := 1.0
+		if g.Size > 0 {
+			ratio = float64(gain) / float64(g.Size)
+		}
+		if ratio < reclaimDeadRatio && !(pressure && ratio >= reclaimPressureMin) {
+			continue
+		}
+		if ratio > bestRatio {
+			best, bestRatio = g.ID, ratio
+		}
+	}
+	return best, bestRatio > 0
+}
+
+// budget returns the bytes per second the collector may spend now: the configured rate while
+// the keyspace's segments take at most 1.5 times its live bytes, rising without bound as they
+// approach twice (0.5/(2-r) times the rate at a ratio r), and unlimited (-1) past that. The
+// space bound is what reclamation promises, the rate a courtesy to reads: under writes faster
+// than the rate allows (sustained overwrites at disk speed) a fixed rate would fall behind for
+// as long as the load lasts.
+func (ks *Keyspace) budget(rate int64) int64 {
+	var disk, live int64
+	for _, s := range ks.shards {
+		st := s.log.SpaceStats()
+		disk += st.LiveBytes + st.DeadBytes
+		live += st.LiveBytes
+	}
+	switch r := float64(disk) / float64(max(live, 1)); {
+	case r <= reclaimPressure:
+		return rate
+	case r < 2:
+		return int64(float64(rate) * (2 - reclaimPressure) / (2 - r))
+	}
+	return -1
+}
+
+// blockedLocked reports whether records of segment id that hide older versions of keys must be
+// kept: an older segment may still hold a dead put (in the log, or dropped but with its file
+// not yet removed for good).
+func (ks *Keyspace) blockedLocked(s *shard, id uint32) bool {
+	return s.log.MayHoldStaleBefore(id)
+}
+
+func (ks *Keyspace) skipSegment(s *shard, id uint32) {
+	ks.rc.skipMu.Lock()
+	if ks.rc.skip[s.id] == nil {
+		ks.rc.skip[s.id] = map[uint32]bool{}
+	}
+	ks.rc.skip[s.id][id] = true
+	ks.rc.skipMu.Unlock()
+}
+
+func (ks *Keyspace) skipped(s *shard, id uint32) bool {
+	ks.rc.skipMu.Lock()
+	defer ks.rc.skipMu.Unlock()
+	return ks.rc.skip[s.id][id]
+}
+
+// reclaimSegment collects sealed segment id of s; limit applies the rate limit. It returns nil
+// without doing anything when the segment is gone (FLUSHALL) or left alone.
+func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit bool) error {
+	ks.rc.mu.Lock()
+	defer ks.rc.mu.Unlock()
+	if ks.skipped(s, id) {
+		return nil
+	}
+	s.mu.Lock()
+	st, ok := s.log.SegmentStat(id)
+	if !ok || st.Active {
+		s.mu.Unlock()
+		return nil
+	}
+	// Nothing live and nothing to keep: no need to read it. That is, no expire record that may
+	// belong to a live key, and either no older segment that may hold dead puts, or nothing
+	// here that may hide older versions (no tombstones, expire or flush records, no puts of
+	// removed keys: every record was superseded by a newer one of its key). Only segments
+	// created since Open have exact figures.
+	readless := st.Live() == 0 && st.Expire == 0 && id >= ks.rc.fresh[s.id] &&
+		(st.Dead == st.Stale && st.Removed == 0 || !ks.blockedLocked(s, id))
+	s.mu.Unlock()
+	if !readless {
+		if err := ks.rewriteSegment(s, id, limit); err != nil {
+			return err
+		}
+	}
+	// The copies, and every record that made a dropped one dead, must be durable before the
+	// segment goes.
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("keyspace: reclaim segment %d of shard %d: %w", id, s.id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok = s.log.SegmentStat(id)
+	if !ok {
+		return nil // FLUSHALL dropped it meanwhile
+	}
+	if st.Live() != 0 {
+		ks.skipSegment(s, id)
+		ks.log.Error("segment still holds live records after reclamation; left alone", "shard", s.id, "segment", id, "live_bytes", st.Live())
+		return nil
+	}
+	if err := s.log.DropSegment(id); err != nil {
+		return err
+	}
+	ks.rc.segments.Add(1)
+	ks.rc.freed.Add(uint64(st.Size))
+	ks.log.Debug("segment reclaimed", "shard", s.id, "segment", id, "bytes", st.Size)
+	return nil
+}
+
+// rewriteSegment copies what still matters of segment id to the active segment.
+func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool) error {
+	scan, err := s.log.ScanSegment(id)
+	if err != nil {
+		return err
+	}
+	defer scan.Close()
+	for {
+		start := scan.Offset()
+		recs, err := scan.Next(reclaimBatch)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for i := range recs {
+			if int(recs[i].Header.DB) >= ks.opts.Databases {
+				ks.skipSegment(s, id)
+				ks.log.Warn("segment holds keys of a database beyond the databases setting; not reclaimed", "shard", s.id, "segment", id, "db", recs[i].Header.DB)
+				return nil
+			}
+		}
+		s.mu.Lock()
+		if !s.log.HasSegment(id) {
+			s.mu.Unlock()
+			return nil // FLUSHALL dropped it
+		}
+		written, lsn, err := ks.rewriteBatchLocked(s, id, recs)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if lsn != 0 {
+			// Hand the copies to the OS now rather than hold them in the tail.
+			if err := s.log.Flush(lsn, false); err != nil {
+				return err
+			}
+		}
+		read := scan.Offset() - start
+		ks.rc.scanned.Add(uint64(read))
+		if limit {
+			if err := ks.throttle(read + written); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rewriteBatchLocked handles one batch of records of segment seg (see "Collecting a segment").
+// It returns the bytes appended and the LSN past the last of them (0: none).
+func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record) (int64, uint64, error) {
+	blocked := ks.blockedLocked(s, seg)
+	now := ks.opts.Now()
+	var written int64
+	var lsn uint64
+	// liveEntry finds the key's entry, removing it if it has expired. A removal makes the
+	// key's put dead, maybe in an older segment: blocked must then be asked again.
+	liveEntry := func(db uint8, key []byte) (*entry, bool) {
+		h := ks.hash(db, key)
+		i, pos, ok := s.ix.find(uint32(h), db, key)
+		if !ok {
+			return nil, false
+		}
+		if e := s.ix.entry(i); !e.expired(now) {
+			return e, true
+		}
+		s.removeLocked(i, pos)
+		ks.stats.expired.Add(1)
+		blocked = blocked || ks.blockedLocked(s, seg)
+		return nil, false
+	}
+	for i := range recs {
+		r := &recs[i]
+		h := r.Header
+		keep := false
+		switch h.Kind {
+		case vlog.KindPut:
+			e, live := liveEntry(h.DB, r.Key)
+			if live {
+				if e.seg != r.Loc.Seg || e.off != r.Loc.Off {
+					continue // a newer record defines the key
+				}
+				if e.vlen != h.ValLen {
+					return written, lsn, fmt.Errorf("keyspace: %w: index entry of %d bytes points at a record of %d", vlog.ErrCorrupt, e.vlen, h.ValLen)
+				}
+				c := h
+				c.ExpireAt = e.expireAt
+				loc, n, err := s.log.Append(c, r.Key, r.Val)
+				if err != nil {
+					return written, lsn, fmt.Errorf("keyspace: %w", err)
+				}
+				s.log.MarkDead(r.Loc, r.Size())
+				e.seg, e.off = loc.Seg, loc.Off
+				written += r.Size()
+				lsn = n
+				continue
+			}
+			if !blocked {
+				continue
+			}
+			// The put may be what hides older puts of a key removed by expiry: a tombstone
+			// of the same version does that without the value.
+			h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version}
+			keep = true
+		case vlog.KindDelete:
+			_, live := liveEntry(h.DB, r.Key)
+			keep = blocked && !live
+		case vlog.KindExpire:
+			if e, live := liveEntry(h.DB, r.Key); live {
+				// Kept with the expire-at current now, like a moved put: replay applies
+				// it whatever expire records precede it (see replayLocked).
+				keep = e.seg < seg
+				h.ExpireAt = e.expireAt
+			} else if keep = blocked; keep {
+				h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version}
+			}
+		case vlog.KindFlushDB, vlog.KindFlushAll:
+			keep = blocked
+		}
+		if !keep {
+			continue
+		}
+		_, n, err := s.log.Append(h, r.Key, nil)
+		if err != nil {
+			return written, lsn, fmt.Errorf("keyspace: %w", err)
+		}
+		written += vlog.RecordSize(len(r.Key), 0)
+		lsn = n
+		ks.rc.kept.Add(1)
+	}
+	ks.rc.moved.Add(uint64(written))
+	return written, lsn, nil
+}
+
+// throttle waits until n more bytes fit the rate, allowing a short burst.
+func (ks *Keyspace) throttle(n int64) error {
+	rate := ks.rc.rate.Load()
+	if rate <= 0 {
+		return errReclaimOff
+	}
+	now := time.Now()
+	if rate = ks.budget(rate); rate < 0 {
+		ks.rc.next = now
+		return nil
+	}
+	if ks.rc.next.Before(now.Add(-reclaimBurst)) {
+		ks.rc.next = now.Add(-reclaimBurst)
+	}
+	ks.rc.next = ks.rc.next.Add(time.Duration(float64(n) / float64(rate) * float64(time.Second)))
+	d := ks.rc.next.Sub(now)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ks.stop:
+		return errReclaimStopped
+	case <-t.C:
+		return nil
+	}
+}
+
+// reclaimStats sums reclamation's figures over the shards.
+func (ks *Keyspace) reclaimStats() ReclaimStats {
+	st := ReclaimStats{
+		Rate:         ks.rc.rate.Load(),
+		Segments:     ks.rc.segments.Load(),
+		BytesScanned: ks.rc.scanned.Load(),
+		BytesMoved:   ks.rc.moved.Load(),
+		BytesFreed:   ks.rc.freed.Load(),
+		RecordsKept:  ks.rc.kept.Load(),
+	}
+	for _, s := range ks.shards {
+		sp := s.log.SpaceStats()
+		st.LiveBytes += sp.LiveBytes
+		st.DeadBytes += sp.DeadBytes
+		st.PendingBytes += sp.PendingBytes
+	}
+	return st
+}

@@ -1,0 +1,295 @@
+package vlog
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+)
+
+func mustAppend(t *testing.T, l *Log, h Header, key, val []byte) Loc {
+	t.Helper()
+	loc, _, err := l.Append(h, key, val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func segStat(t *testing.T, l *Log, id uint32) SegmentStat {
+	t.Helper()
+	st, ok := l.SegmentStat(id)
+	if !ok {
+		t.Fatalf("no segment %d", id)
+	}
+	return st
+}
+
+// TestSegmentAccounting follows one segment's size, dead and stale bytes through appends of
+// every kind, MarkDead, rotation, SetLive and MarkAllDead.
+func TestSegmentAccounting(t *testing.T) {
+	opts := testOpts(vfs.NewMem(), "/log")
+	opts.SegmentSize = 4 << 10
+	l, _ := collect(t, opts)
+	defer l.Close()
+	put := mustAppend(t, l, Header{Kind: KindPut, Version: 1}, []byte("a"), bytes.Repeat([]byte("v"), 100))
+	putSize := RecordSize(1, 100)
+	del := RecordSize(1, 0)
+	mustAppend(t, l, Header{Kind: KindDelete, Version: 2}, []byte("b"), nil)
+	mustAppend(t, l, Header{Kind: KindExpire, Version: 3, ExpireAt: 9}, []byte("a"), nil)
+	mustAppend(t, l, Header{Kind: KindFlushDB, Version: 4}, nil, nil)
+	flush := RecordSize(0, 0)
+	st := segStat(t, l, put.Seg)
+	if want := putSize + 2*del + flush; st.Size != want || st.Dead != 2*del+flush || st.Stale != 0 || st.Expire != del || !st.Active {
+		t.Fatalf("after appends: %+v, want size %d, dead %d, stale 0, expire %d", st, want, 2*del+flush, del)
+	}
+	if l.MayHoldStaleBefore(put.Seg + 1) {
+		t.Fatal("no dead put yet, but MayHoldStaleBefore says so")
+	}
+	l.MarkDead(put, putSize)
+	st = segStat(t, l, put.Seg)
+	if st.Live() != 0 || st.Stale != putSize || st.Removed != 0 {
+		t.Fatalf("after MarkDead: %+v", st)
+	}
+	removed := mustAppend(t, l, Header{Kind: KindPut, Version: 5}, []byte("r"), []byte("gone"))
+	l.MarkRemoved(removed, RecordSize(1, 4))
+	st = segStat(t, l, put.Seg)
+	if st.Live() != 0 || st.Stale != putSize+RecordSize(1, 4) || st.Removed != RecordSize(1, 4) {
+		t.Fatalf("after MarkRemoved: %+v", st)
+	}
+	if !l.MayHoldStaleBefore(put.Seg+1) || l.MayHoldStaleBefore(put.Seg) {
+		t.Fatal("MayHoldStaleBefore wrong after a dead put")
+	}
+	l.MarkDead(Loc{Seg: 999}, 10) // a segment that does not exist: ignored
+
+	// Fill on past the segment: the sealed one keeps its figures.
+	last := put
+	for i := 0; last.Seg == put.Seg; i++ {
+		last = mustAppend(t, l, Header{Kind: KindPut, Version: uint64(10 + i)}, []byte(fmt.Sprint(i)), bytes.Repeat([]byte("x"), 500))
+	}
+	sealed := segStat(t, l, put.Seg)
+	if sealed.Active || sealed.Size <= st.Size || sealed.Dead != st.Dead {
+		t.Fatalf("sealed: %+v (before %+v)", sealed, st)
+	}
+	sp := l.SpaceStats()
+	var size int64
+	for _, g := range l.SegmentStats() {
+		size += g.Size
+	}
+	if sp.LiveBytes+sp.DeadBytes != size || sp.DeadBytes != st.Dead {
+		t.Fatalf("space %+v, segments hold %d bytes", sp, size)
+	}
+
+	// SetLive, as the keyspace calls it after Open: dead bytes not known to be non-puts
+	// become possible puts.
+	l.SetLive(map[uint32]int64{last.Seg: RecordSize(len(fmt.Sprint(0)), 500)})
+	st = segStat(t, l, put.Seg)
+	if st.Dead != st.Size || st.Stale != st.Size-(2*del+flush) || st.Removed != st.Stale {
+		t.Fatalf("after SetLive: %+v", st)
+	}
+	active := segStat(t, l, last.Seg)
+	if active.Live() != RecordSize(1, 500) {
+		t.Fatalf("active after SetLive: %+v", active)
+	}
+	l.MarkAllDead()
+	for _, g := range l.SegmentStats() {
+		if g.Dead != g.Size {
+			t.Fatalf("after MarkAllDead: %+v", g)
+		}
+	}
+}
+
+// TestSegmentScan writes records of many sizes (some over the batch size), then reads a sealed
+// segment back in batches and compares every record; the active segment cannot be scanned.
+func TestSegmentScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	opts := testOpts(vfs.NewMem(), "/log")
+	opts.SegmentSize = 1 << 20
+	l, _ := collect(t, opts)
+	defer l.Close()
+	type want struct {
+		loc      Loc
+		h        Header
+		key, val []byte
+	}
+	var recs []want
+	for i := 0; ; i++ {
+		kinds := []Kind{KindPut, KindPut, KindPut, KindDelete, KindExpire, KindFlushDB}
+		h := Header{Kind: kinds[rng.IntN(len(kinds))], DB: uint8(rng.IntN(3)), Version: uint64(i + 1), ExpireAt: rng.Int64N(100)}
+		key := []byte(fmt.Sprintf("key-%d", i))
+		var val []byte
+		if h.Kind == KindPut {
+			n := rng.IntN(300)
+			if rng.IntN(20) == 0 {
+				n = 20000 + rng.IntN(100000)
+			}
+			val = make([]byte, n)
+			for j := range val {
+				val[j] = byte(rng.Uint32())
+			}
+		}
+		loc := mustAppend(t, l, h, key, val)
+		if loc.Seg != 1 {
+			break
+		}
+		h.KeyLen, h.ValLen = uint32(len(key)), uint32(len(val))
+		recs = append(recs, want{loc, h, key, val})
+	}
+	if _, err := l.ScanSegment(2); err == nil {
+		t.Fatal("scanned the active segment")
+	}
+	for _, batch := range []int{1, 4096, 64 << 10, 8 << 20} {
+		sc, err := l.ScanSegment(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			got, err := sc.Next(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				break
+			}
+			var bytes int64
+			for i, r := range got {
+				w := recs[n]
+				if r.Loc != w.loc || r.Header != w.h || string(r.Key) != string(w.key) || string(r.Val) != string(w.val) {
+					t.Fatalf("batch %d, record %d: %+v %q (%d bytes), want %+v %q (%d bytes)", batch, n, r.Header, r.Key, len(r.Val), w.h, w.key, len(w.val))
+				}
+				if i > 0 && bytes >= int64(batch) {
+					t.Fatalf("batch of %d bytes went on after %d", batch, bytes)
+				}
+				bytes += r.Size()
+				n++
+			}
+		}
+		if n != len(recs) || sc.Corrupt != 0 {
+			t.Fatalf("batch %d: %d records (%d corrupt), want %d", batch, n, sc.Corrupt, len(recs))
+		}
+		sc.Close()
+	}
+}
+
+// TestSegmentScanSkipsCorrupt damages one record of a sealed segment: the scan skips it, as
+// replay does, and yields every other record.
+func TestSegmentScanSkipsCorrupt(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOpts(mem, "/log")
+	opts.SegmentSize = 8 << 10
+	l, _ := collect(t, opts)
+	defer l.Close()
+	var locs []Loc
+	for i := 0; ; i++ {
+		loc := mustAppend(t, l, Header{Kind: KindPut, Version: uint64(i + 1)}, []byte(fmt.Sprint("k", i)), bytes.Repeat([]byte{'v'}, 200))
+		if loc.Seg != 1 {
+			break
+		}
+		locs = append(locs, loc)
+	}
+	f, err := mem.OpenReadWrite(filepath.Join("/log", segName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := locs[len(locs)/2]
+	if _, err := f.WriteAt([]byte{'X'}, int64(bad.Off)+HeaderSize+10); err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	f.Close()
+	sc, err := l.ScanSegment(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	n := 0
+	for {
+		got, err := sc.Next(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			if r.Loc == bad {
+				t.Fatal("the corrupt record was yielded")
+			}
+			n++
+		}
+	}
+	if n != len(locs)-1 || sc.Corrupt != 1 {
+		t.Fatalf("%d records, %d corrupt; want %d and 1", n, sc.Corrupt, len(locs)-1)
+	}
+}
+
+// TestDropSegmentWaitsForReaders drops a segment while a read of it is in flight and while a
+// pin holds it: the file stays, and counts as pending (an older segment that may hold dead
+// puts), until the last of them lets go.
+func TestDropSegmentWaitsForReaders(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOpts(mem, "/log")
+	opts.SegmentSize = 4 << 10
+	l, _ := collect(t, opts)
+	defer l.Close()
+	val := bytes.Repeat([]byte("r"), 1000)
+	first := mustAppend(t, l, Header{Kind: KindPut, Version: 1}, []byte("k"), val)
+	for i := 0; ; i++ {
+		if loc := mustAppend(t, l, Header{Kind: KindPut, Version: uint64(i + 2)}, []byte("f"), val); loc.Seg == 3 {
+			break
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	path1, path2 := filepath.Join("/log", segName(1)), filepath.Join("/log", segName(2))
+	exists := func(p string) bool { _, err := mem.Stat(p); return err == nil }
+
+	var r Read
+	if err := l.PrepareRead(&r, first, int(RecordSize(1, len(val)))); err != nil {
+		t.Fatal(err)
+	}
+	unpin := l.Pin(2)
+	if err := l.DropSegment(3); err == nil {
+		t.Fatal("dropped the active segment")
+	}
+	for _, id := range []uint32{1, 2} {
+		if err := l.DropSegment(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.HasSegment(1) || !exists(path1) || !exists(path2) {
+		t.Fatal("a dropped segment's file went while a reader and a pin held it")
+	}
+	if !l.MayHoldStaleBefore(3) || l.MayHoldStaleBefore(1) {
+		t.Fatal("pending segments do not count as possibly stale")
+	}
+	if sp := l.SpaceStats(); sp.PendingSegments != 2 || sp.PendingBytes == 0 {
+		t.Fatalf("space stats %+v, want 2 pending segments", sp)
+	}
+	Submit(opts.Engine, []*Read{&r})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if _, _, got, err := DecodeRecord(r.Data); err != nil || !bytes.Equal(got, val) {
+		t.Fatalf("read of a dropped segment: %v", err)
+	}
+	r.Release()
+	if exists(path1) || !exists(path2) {
+		t.Fatal("the last reader's release did not remove the file, or removed the pinned one")
+	}
+	unpin()
+	unpin()
+	if exists(path2) || l.MayHoldStaleBefore(3) {
+		t.Fatal("unpinning did not remove the file")
+	}
+	// The removals are durable: a crash now does not bring the files back.
+	c := mem.CrashClone()
+	if _, err := c.Stat(path1); err == nil {
+		t.Fatal("dropped segment survives a crash")
+	}
+}
