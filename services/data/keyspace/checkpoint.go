@@ -189,27 +189,21 @@ func (ks *Keyspace) Checkpoint() error {
 
 // checkpointLoop checkpoints shards whose logs have grown enough (see checkpointDue).
 func (ks *Keyspace) checkpointLoop() {
-	defer ks.wg.Done()
 	if !ks.checkpointsOn() {
+		ks.wg.Done()
 		return
 	}
-	t := time.NewTicker(ckptTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ks.stop:
-			return
-		case <-t.C:
-		}
+	ks.every(ckptTick, nil, func() bool {
 		for _, s := range ks.shards {
 			if ks.stopping() {
-				return
+				return false
 			}
 			if ks.checkpointDue(s) {
 				ks.checkpointShard(s, true) // failures are logged and counted
 			}
 		}
-	}
+		return true
+	})
 }
 
 func (ks *Keyspace) stopping() bool {

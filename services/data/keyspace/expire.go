@@ -17,19 +17,12 @@ const (
 )
 
 func (ks *Keyspace) expireLoop() {
-	defer ks.wg.Done()
-	t := time.NewTicker(expireTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ks.stop:
-			return
-		case <-t.C:
-		}
+	ks.every(expireTick, nil, func() bool {
 		for _, s := range ks.shards {
 			ks.expireShard(s)
 		}
-	}
+		return true
+	})
 }
 
 // expireShard runs one tick of active expiry on s and returns the keys it removed.

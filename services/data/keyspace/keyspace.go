@@ -310,15 +310,7 @@ func (ks *Keyspace) Close() error {
 // syncLoop fdatasyncs every shard once a second under "everysec" (and writes the tail to the OS
 // under "no", syncing only when the tail limit forces it).
 func (ks *Keyspace) syncLoop() {
-	defer ks.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ks.stop:
-			return
-		case <-t.C:
-		}
+	ks.every(time.Second, nil, func() bool {
 		for _, s := range ks.shards {
 			var err error
 			switch {
@@ -332,6 +324,27 @@ func (ks *Keyspace) syncLoop() {
 			if err != nil && !errors.Is(err, vlog.ErrClosed) {
 				ks.log.Error("background sync failed", "shard", s.id, "err", err)
 			}
+		}
+		return true
+	})
+}
+
+// every runs fn on each tick of d, and whenever wake fires, until Close or until fn returns
+// false. It is the skeleton of the background loops (sync, expiry, reclamation, checkpoints)
+// and calls ks.wg.Done when it returns.
+func (ks *Keyspace) every(d time.Duration, wake <-chan struct{}, fn func() bool) {
+	defer ks.wg.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ks.stop:
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		if !fn() {
+			return
 		}
 	}
 }

@@ -219,16 +219,7 @@ func (s *shard) replayFlushLocked(db uint8, all bool, version, prev uint64) {
 }
 
 func (ks *Keyspace) reclaimLoop() {
-	defer ks.wg.Done()
-	t := time.NewTicker(reclaimInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ks.stop:
-			return
-		case <-t.C:
-		case <-ks.rc.wake:
-		}
+	ks.every(reclaimInterval, ks.rc.wake, func() bool {
 		// Go on while there is work: one segment per shard per round, so shards take turns.
 		for ks.rc.rate.Load() > 0 {
 			done := 0
@@ -243,7 +234,7 @@ func (ks *Keyspace) reclaimLoop() {
 				err := ks.reclaimSegment(s, id, true)
 				switch {
 				case errors.Is(err, errReclaimStopped):
-					return
+					return false
 				case errors.Is(err, errReclaimOff):
 				case err != nil:
 					ks.log.Warn("reclamation failed", "shard", s.id, "segment", id, "err", err)
@@ -255,7 +246,8 @@ func (ks *Keyspace) reclaimLoop() {
 				break
 			}
 		}
-	}
+		return true
+	})
 }
 
 // pickVictim chooses the segment of s to collect next (see the policy above).
