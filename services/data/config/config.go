@@ -72,7 +72,7 @@ var Params = []*Param{
 	{Name: "pidfile", Default: "", Check: anyValue,
 		Doc: "write the process id to this file at start-up and remove it at exit"},
 	{Name: "shards", Default: "auto", Check: shardsCheck,
-		Doc: "keyspace shards, a power of two (auto = 4 per core); too few and writers contend, too many and group commits get smaller. Fixed for a data dir's life only by convenience: changing it re-shards on the next start"},
+		Doc: "keyspace shards, a power of two (auto = 4 per core); too few and writers contend, too many and group commits get smaller. Fixed for a data directory's life: auto reuses the count the directory was created with, and an explicit different count is refused"},
 	{Name: "io-engine", Default: "auto", Check: oneOf("auto", "uring", "pread"),
 		Doc: "how values are read from the SSD: uring batches reads through io_uring; pread uses a bounded pool of positioned reads (a blocked read holds a scheduler thread); auto is uring where the kernel allows it, else pread"},
 	{Name: "io-depth", Default: "128", Check: intRange(1, 4096),

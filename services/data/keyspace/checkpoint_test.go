@@ -518,8 +518,13 @@ func TestCheckpointRejected(t *testing.T) {
 				tc.damage(t, mem, filepath.Join(opts.Dir, "shard-000", ckptName))
 			}
 			if tc.shards != 0 {
-				// shard-000 is now shard 0 of 2, and its checkpoint says 1 shard.
+				// shard-000 is now shard 0 of 2, and its checkpoint says 1 shard. Open refuses
+				// a changed shard count through the layout file; remove it to check that the
+				// checkpoint's own check holds too.
 				opts.Shards = tc.shards
+				if err := mem.Remove(filepath.Join(opts.Dir, layoutFile)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.databases != 0 {
 				opts.Databases = tc.databases

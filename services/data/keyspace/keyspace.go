@@ -135,6 +135,9 @@ func Open(opts Options) (*Keyspace, error) {
 	if opts.CheckpointInterval == 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if err := checkLayout(opts.FS, opts.Dir, opts.Shards); err != nil {
+		return nil, err
+	}
 	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	ks.fsync.Store(int32(opts.Fsync))
 	ks.shardBits = bits.TrailingZeros(uint(opts.Shards))

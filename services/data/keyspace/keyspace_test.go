@@ -1339,3 +1339,37 @@ func TestFlushAll(t *testing.T) {
 		mustClose(t, ks)
 	}
 }
+
+// TestShardCountIsPartOfTheLayout reopens a data directory with another shard count: the keys
+// would land in shards lookups never visit, so Open must refuse, and StoredShards tells main
+// which count to use.
+func TestShardCountIsPartOfTheLayout(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := testOpts(mem, newTestClock())
+	ks, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := ks.NewSession()
+	if err := ks.Put(se, 0, []byte("k"), []byte("v"), 0, TypeString); err != nil {
+		t.Fatal(err)
+	}
+	se.Wait()
+	ks.Close()
+	if n, ok, err := StoredShards(mem, opts.Dir); err != nil || !ok || n != 4 {
+		t.Fatalf("stored shards %d %v %v", n, ok, err)
+	}
+	opts.Shards = 8
+	if _, err := Open(opts); err == nil || !strings.Contains(err.Error(), "created with 4 shards") {
+		t.Fatalf("reopen with 8 shards: %v", err)
+	}
+	opts.Shards = 4
+	ks, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ks.Close()
+	if found, err := ks.Get(0, []byte("k"), func([]byte, Meta) {}); !found || err != nil {
+		t.Fatalf("key lost: %v %v", found, err)
+	}
+}

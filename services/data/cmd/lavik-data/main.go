@@ -101,11 +101,21 @@ func run(args []string) int {
 		commands.SetValueCache(cache)
 	}
 
-	log.Info("loading data", "dir", cfg.Get("dir"), "shards", cfg.Shards(), "appendfsync", fsync.String(), "io_engine", engine.Name(), "value_cache_bytes", cfg.Int("value-cache-size"))
+	shards := cfg.Shards()
+	if cfg.Get("shards") == "auto" {
+		// An existing data directory keeps the shard count it was created with.
+		if n, ok, err := keyspace.StoredShards(vfs.Default, cfg.Get("dir")); err != nil {
+			log.Error("cannot read the data directory layout", "dir", cfg.Get("dir"), "err", err)
+			return 1
+		} else if ok {
+			shards = n
+		}
+	}
+	log.Info("loading data", "dir", cfg.Get("dir"), "shards", shards, "appendfsync", fsync.String(), "io_engine", engine.Name(), "value_cache_bytes", cfg.Int("value-cache-size"))
 	ks, err := keyspace.Open(keyspace.Options{
 		FS:                 vfs.Default,
 		Dir:                cfg.Get("dir"),
-		Shards:             cfg.Shards(),
+		Shards:             shards,
 		SegmentSize:        cfg.Int("segment-size"),
 		Engine:             engine,
 		Cache:              cache,
