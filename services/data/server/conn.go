@@ -64,7 +64,7 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 		if t := s.cfg.Int("timeout"); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
 		}
-		if !cl.Authed && s.cfg.Get("requirepass") != "" {
+		if !cl.Authed && s.authRequired.Load() {
 			c.rd.SetLimits(unauthLimits)
 		} else {
 			c.rd.SetLimits(*s.limits.Load())
@@ -163,7 +163,7 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(cmd, commands.ArityError(cmd))
 		return
 	}
-	if !c.cl.Authed && cmd.Flags&commands.FlagNoAuth == 0 && s.cfg.Get("requirepass") != "" {
+	if !c.cl.Authed && cmd.Flags&commands.FlagNoAuth == 0 && s.authRequired.Load() {
 		c.reject(cmd, commands.ErrNoAuth)
 		return
 	}
@@ -202,7 +202,7 @@ func (c *conn) dispatch(args [][]byte) {
 // and the batch reads what the GETs one by one could have read; from an authenticated client
 // whose replies are on.
 func (c *conn) getRun(cmds []resp.Command) int {
-	if c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.cfg.Get("requirepass") != "") {
+	if c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
 		return 0
 	}
 	n := 0

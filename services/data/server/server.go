@@ -42,6 +42,8 @@ type Server struct {
 	configFile string
 
 	limits atomic.Pointer[resp.Limits]
+	// authRequired mirrors requirepass != "", asked before every command.
+	authRequired atomic.Bool
 
 	mu      sync.Mutex
 	clients map[int64]*commands.Client
@@ -71,6 +73,7 @@ func New(o Options) *Server {
 		s.log = slog.Default()
 	}
 	s.updateLimits()
+	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
 
@@ -92,6 +95,8 @@ func (s *Server) ConfigChanged(name, value string) {
 	switch name {
 	case "proto-max-bulk-len", "client-query-buffer-limit":
 		s.updateLimits()
+	case "requirepass":
+		s.authRequired.Store(value != "")
 	case "appendfsync":
 		f, _ := vlog.ParseFsync(value)
 		s.ks.SetFsync(f)

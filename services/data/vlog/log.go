@@ -150,6 +150,7 @@ type Log struct {
 	// writeErr is the last write or sync failure; cleared by the next success. While set, the
 	// server refuses write commands.
 	writeErr error
+	failing  atomic.Bool // writeErr != nil, readable without mu
 	closed   bool
 
 	stats struct {
@@ -269,13 +270,13 @@ func (l *Log) newSegmentLocked(id uint32) error {
 	// they put the log in its write-error state so writes are refused until one succeeds.
 	wf, err := l.opts.FS.Create(p)
 	if err != nil {
-		l.writeErr = &WriteError{Op: "create", Err: err}
+		l.setWriteErrLocked(&WriteError{Op: "create", Err: err})
 		return l.writeErr
 	}
 	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 		wf.Close()
 		l.opts.FS.Remove(p)
-		l.writeErr = &WriteError{Op: "sync dir of", Err: err}
+		l.setWriteErrLocked(&WriteError{Op: "sync dir of", Err: err})
 		return l.writeErr
 	}
 	seg, err := l.openSegment(id)
@@ -335,7 +336,7 @@ func (l *Log) writeTailLocked(sync bool) error {
 	buf := l.tail[l.writtenOff-l.tailOff:]
 	if len(buf) > 0 {
 		if _, err := l.wf.WriteAt(buf, l.writtenOff); err != nil {
-			l.writeErr = &WriteError{Op: "write", Err: err}
+			l.setWriteErrLocked(&WriteError{Op: "write", Err: err})
 			return l.writeErr
 		}
 		l.stats.writes.Add(1)
@@ -344,13 +345,13 @@ func (l *Log) writeTailLocked(sync bool) error {
 	}
 	if sync && l.tailOff < l.size {
 		if err := l.wf.Sync(); err != nil {
-			l.writeErr = &WriteError{Op: "sync", Err: err}
+			l.setWriteErrLocked(&WriteError{Op: "sync", Err: err})
 			return l.writeErr
 		}
 		l.stats.syncs.Add(1)
 		l.trimTailLocked(l.size)
 	}
-	l.writeErr = nil
+	l.setWriteErrLocked(nil)
 	return nil
 }
 
@@ -417,10 +418,10 @@ func (l *Log) Flush(lsn uint64, sync bool) error {
 		l.flushing = false
 		l.cond.Broadcast()
 		if err != nil {
-			l.writeErr = err
+			l.setWriteErrLocked(err)
 			return err
 		}
-		l.writeErr = nil
+		l.setWriteErrLocked(nil)
 		l.writtenOff = end
 		if doSync {
 			l.trimTailLocked(end)
@@ -446,8 +447,18 @@ func (l *Log) Retry() error {
 	return l.writeTailLocked(true)
 }
 
-// WriteErr returns the last write or sync failure, or nil once writing works again.
+// setWriteErrLocked records the outcome of a write or sync: err, or nil after a success.
+func (l *Log) setWriteErrLocked(err error) {
+	l.writeErr = err
+	l.failing.Store(err != nil)
+}
+
+// WriteErr returns the last write or sync failure, or nil once writing works again. The
+// server asks before every write command, so the common answer takes no lock.
 func (l *Log) WriteErr() error {
+	if !l.failing.Load() {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.writeErr
