@@ -594,20 +594,12 @@ func (s *shard) loadEntryLocked(ks *Keyspace, ce *ckptEntry) error {
 	}
 	h := uint32(ks.hash(ce.db, ce.key))
 	i, _, found := s.ix.find(h, ce.db, ce.key)
-	var e *entry
-	if found {
-		e = s.ix.entry(i)
-		s.countLocked(e, -1)
-	} else {
-		var err error
-		if _, e, err = s.ix.insert(h, ce.db, ce.key); err != nil {
-			return err
-		}
+	v := valueRef{vtype: ce.vtype, expireAt: ce.expireAt, seg: ce.seg, off: ce.off, vlen: ce.vlen}
+	_, e, err := s.pointLocked(i, found, h, ce.db, ce.key, v)
+	if err != nil {
+		return err
 	}
-	e.setMeta(ce.db, ce.vtype)
 	e.w0 |= flagCkpt
-	e.expireAt, e.seg, e.off, e.vlen = ce.expireAt, ce.seg, ce.off, ce.vlen
-	s.countLocked(e, 1)
 	return nil
 }
 

@@ -209,6 +209,34 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 	return s, nil
 }
 
+// valueRef is where a key's value record is and what the index keeps about it.
+type valueRef struct {
+	vtype    uint8
+	expireAt int64
+	seg, off uint32
+	vlen     uint32
+}
+
+// pointLocked makes (db, key) point at the value record v: entry i when found, else a newly
+// inserted entry (hash is the key's index hash). Per-database counts follow the change. It is
+// the one place writes, replay and checkpoint loading set an entry.
+func (s *shard) pointLocked(i uint32, found bool, hash uint32, db uint8, key []byte, v valueRef) (uint32, *entry, error) {
+	var e *entry
+	if found {
+		e = s.ix.entry(i)
+		s.countLocked(e, -1)
+	} else {
+		var err error
+		if i, e, err = s.ix.insert(hash, db, key); err != nil {
+			return 0, nil, err
+		}
+	}
+	e.setMeta(db, v.vtype)
+	e.expireAt, e.seg, e.off, e.vlen = v.expireAt, v.seg, v.off, v.vlen
+	s.countLocked(e, 1)
+	return i, e, nil
+}
+
 func (s *shard) countLocked(e *entry, d int64) {
 	s.keys[e.db()] += d
 	if e.expireAt != 0 {

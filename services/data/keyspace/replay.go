@@ -38,19 +38,11 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 	}
 	switch h.Kind {
 	case vlog.KindPut:
-		var e *entry
-		if found {
-			e = s.ix.entry(i)
-			s.countLocked(e, -1)
-		} else {
-			var err error
-			if i, e, err = s.ix.insert(uint32(hash), db, key); err != nil {
-				return err
-			}
+		var err error
+		v := valueRef{vtype: h.VType, expireAt: h.ExpireAt, seg: loc.Seg, off: loc.Off, vlen: h.ValLen}
+		if i, _, err = s.pointLocked(i, found, uint32(hash), db, key, v); err != nil {
+			return err
 		}
-		e.setMeta(db, h.VType)
-		e.expireAt, e.seg, e.off, e.vlen = h.ExpireAt, loc.Seg, loc.Off, h.ValLen
-		s.countLocked(e, 1)
 	case vlog.KindDelete:
 		if found {
 			s.removeLocked(i, pos)

@@ -358,17 +358,13 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 	se.note(s.id, lsn)
 	switch k.op {
 	case opPut:
-		var e *entry
 		if found {
-			e = s.ix.entry(i)
-			s.markDeadLocked(e)
-			s.countLocked(e, -1)
-		} else if _, e, err = s.ix.insert(uint32(k.hash), k.db, k.key); err != nil {
+			s.markDeadLocked(s.ix.entry(i))
+		}
+		v := valueRef{vtype: k.vtype, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(len(val))}
+		if _, _, err := s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v); err != nil {
 			return err // cannot happen after reserve
 		}
-		e.setMeta(k.db, k.vtype)
-		e.expireAt, e.seg, e.off, e.vlen = k.expireAt, loc.Seg, loc.Off, uint32(len(val))
-		s.countLocked(e, 1)
 	case opDelete:
 		s.removeLocked(i, pos)
 	case opExpire:
