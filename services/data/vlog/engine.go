@@ -56,6 +56,23 @@ type EngineStats struct {
 	FixedReads uint64 // reads into registered buffers
 }
 
+// engineCounters are the counters every engine keeps; snapshot turns them into EngineStats.
+type engineCounters struct {
+	reads, bytes, batches, errors, enters, wakeups, fixedReads atomic.Uint64
+}
+
+func (c *engineCounters) snapshot() EngineStats {
+	return EngineStats{
+		Reads:      c.reads.Load(),
+		Bytes:      c.bytes.Load(),
+		Batches:    c.batches.Load(),
+		Errors:     c.errors.Load(),
+		Submits:    c.enters.Load(),
+		Wakeups:    c.wakeups.Load(),
+		FixedReads: c.fixedReads.Load(),
+	}
+}
+
 // NewEngine returns the engine named by kind with at most depth reads in flight: "uring"
 // (io_uring, an error where the kernel refuses it), "pread", or "auto", which is io_uring where
 // available and pread otherwise (the returned error is then nil and the fallback reason is
@@ -93,7 +110,7 @@ func Fallback() string {
 // goroutine blocked in pread on its own OS thread, so the bound also caps thread growth.
 type preadEngine struct {
 	sem   chan struct{}
-	stats struct{ reads, bytes, batches, errors atomic.Uint64 }
+	stats engineCounters
 }
 
 func newPreadEngine(depth int) *preadEngine {
@@ -141,13 +158,6 @@ func (e *preadEngine) one(r *ReadReq) {
 	}
 }
 
-func (e *preadEngine) Stats() EngineStats {
-	return EngineStats{
-		Reads:   e.stats.reads.Load(),
-		Bytes:   e.stats.bytes.Load(),
-		Batches: e.stats.batches.Load(),
-		Errors:  e.stats.errors.Load(),
-	}
-}
+func (e *preadEngine) Stats() EngineStats { return e.stats.snapshot() }
 
 func (e *preadEngine) Close() error { return nil }

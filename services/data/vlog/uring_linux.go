@@ -144,9 +144,7 @@ type uringEngine struct {
 	fixed     []byte // registered buffers, fixedSlots x fixedSlotSize, off the Go heap
 	fixedFree chan int
 
-	stats struct {
-		reads, bytes, batches, errors, enters, wakeups, fixedReads atomic.Uint64
-	}
+	stats engineCounters
 }
 
 func newUringEngine(depth int) (Engine, error) {
@@ -463,17 +461,7 @@ func (e *uringEngine) complete(slot uint32, res int32) {
 	}
 }
 
-func (e *uringEngine) Stats() EngineStats {
-	return EngineStats{
-		Reads:      e.stats.reads.Load(),
-		Bytes:      e.stats.bytes.Load(),
-		Batches:    e.stats.batches.Load(),
-		Errors:     e.stats.errors.Load(),
-		Submits:    e.stats.enters.Load(),
-		Wakeups:    e.stats.wakeups.Load(),
-		FixedReads: e.stats.fixedReads.Load(),
-	}
-}
+func (e *uringEngine) Stats() EngineStats { return e.stats.snapshot() }
 
 func (e *uringEngine) Close() error {
 	if e.closed.Swap(true) {
