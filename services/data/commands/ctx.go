@@ -55,9 +55,10 @@ type Client struct {
 	LastActive atomic.Int64 // unix ms of the last command
 	QueryBuf   atomic.Int64 // bytes buffered and not yet parsed
 	OutBuf     atomic.Int64 // bytes of replies not yet written
-	mu         sync.Mutex
-	name       string
-	lastCmd    string
+	// lastCmd is the last command run, set on every command without a lock.
+	lastCmd atomic.Pointer[Command]
+	mu      sync.Mutex
+	name    string
 }
 
 // Name returns the client's name (CLIENT SETNAME).
@@ -74,20 +75,17 @@ func (cl *Client) SetName(n string) {
 	cl.mu.Unlock()
 }
 
-// SetLastCmd records the last command's full name, for CLIENT LIST.
-func (cl *Client) SetLastCmd(n string) {
-	cl.mu.Lock()
-	cl.lastCmd = n
-	cl.mu.Unlock()
-}
+// SetLastCmd records the last command run, for CLIENT LIST.
+func (cl *Client) SetLastCmd(c *Command) { cl.lastCmd.Store(c) }
 
 // Info formats the client as one CLIENT LIST / CLIENT INFO line (without the newline).
 func (cl *Client) Info(now time.Time) string {
 	cl.mu.Lock()
-	name, last := cl.name, cl.lastCmd
+	name := cl.name
 	cl.mu.Unlock()
-	if last == "" {
-		last = "NULL"
+	last := "NULL"
+	if c := cl.lastCmd.Load(); c != nil {
+		last = c.Name
 	}
 	flags := "N"
 	if cl.NoEvict.Load() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -144,7 +145,8 @@ func (c *conn) replaceWriteReplies(msg string) {
 func (c *conn) dispatch(args [][]byte) {
 	s := c.s
 	s.stats.cmds.Add(1)
-	c.cl.LastActive.Store(time.Now().UnixMilli())
+	start := time.Now()
+	c.cl.LastActive.Store(start.UnixMilli())
 	mark := c.w.Len()
 	cmd := commands.Lookup(args[0])
 	if cmd == nil {
@@ -177,11 +179,10 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(cmd, commands.ArityError(cmd))
 		return
 	}
-	c.cl.SetLastCmd(cmd.Name)
+	c.cl.SetLastCmd(cmd)
 	ctx := &c.ctx
 	ctx.Args, ctx.Cmd, ctx.Failed = args, cmd, false
 	before := c.cl.ReplyMode
-	start := time.Now()
 	if !c.run(cmd, ctx, mark) {
 		return
 	}
@@ -206,11 +207,14 @@ func (c *conn) getRun(cmds []resp.Command) int {
 		return 0
 	}
 	n := 0
-	for n < len(cmds) && n < maxBatch && len(cmds[n].Args) == 2 && commands.Lookup(cmds[n].Args[0]) == getCommand {
+	for n < len(cmds) && n < maxBatch && len(cmds[n].Args) == 2 && isGet(cmds[n].Args[0]) {
 		n++
 	}
 	return n
 }
+
+// isGet reports whether a command name is GET, without the table lookup dispatch does anyway.
+func isGet(name []byte) bool { return len(name) == 3 && bytes.EqualFold(name, []byte("get")) }
 
 var getCommand = commands.Lookup([]byte("get"))
 
@@ -219,13 +223,13 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 	s := c.s
 	n := len(cmds)
 	s.stats.cmds.Add(uint64(n))
-	c.cl.LastActive.Store(time.Now().UnixMilli())
-	c.cl.SetLastCmd(getCommand.Name)
+	start := time.Now()
+	c.cl.LastActive.Store(start.UnixMilli())
+	c.cl.SetLastCmd(getCommand)
 	keys := make([][]byte, n)
 	for i := range cmds {
 		keys[i] = cmds[i].Args[1]
 	}
-	start := time.Now()
 	failed := commands.WriteGetReplies(&c.ctx, keys)
 	getCommand.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
 	getCommand.Stats.Calls.Add(uint64(n))
