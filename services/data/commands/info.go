@@ -2,10 +2,14 @@ package commands
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -164,6 +168,104 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_value_cache_bytes", valueCacheStats().Bytes)
 	kv(b, "lavik_gc_cycles", ms.NumGC)
 	kv(b, "lavik_gc_pause_total_ns", ms.PauseTotalNs)
+	p := gcPauses()
+	kv(b, "lavik_gc_pauses", p.count)
+	kv(b, "lavik_gc_pause_p50_us", p.p50)
+	kv(b, "lavik_gc_pause_p99_us", p.p99)
+	kv(b, "lavik_gc_pause_max_us", p.max)
+	kv(b, "lavik_gc_stopping_p99_us", p.stopP99)
+}
+
+// gcPauseSummary is what INFO reports of the collector's stop-the-world pauses since start or
+// the last CONFIG RESETSTAT.
+type gcPauseSummary struct {
+	count         uint64
+	p50, p99, max int64 // microseconds, upper bucket bounds
+	stopP99       int64
+}
+
+var gcPauseMetrics = []string{"/sched/pauses/total/gc:seconds", "/sched/pauses/stopping/gc:seconds"}
+
+// gcPauseBase holds the pause histograms at the last CONFIG RESETSTAT, to subtract.
+var gcPauseBase struct {
+	sync.Mutex
+	h [2]*metrics.Float64Histogram
+}
+
+// readGCPauses reads the runtime's pause histograms: /sched/pauses/total/gc runs from deciding
+// to stop the world to the world running again; /sched/pauses/stopping/gc is the part spent
+// waiting for every running goroutine to stop. Either may be nil if the runtime lacks it.
+func readGCPauses() (h [2]*metrics.Float64Histogram) {
+	s := make([]metrics.Sample, len(gcPauseMetrics))
+	for i, name := range gcPauseMetrics {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindFloat64Histogram {
+			v := s[i].Value.Float64Histogram()
+			h[i] = &metrics.Float64Histogram{Counts: slices.Clone(v.Counts), Buckets: v.Buckets}
+		}
+	}
+	return h
+}
+
+// resetGCPauses makes INFO's pause figures start again from now.
+func resetGCPauses() {
+	h := readGCPauses()
+	gcPauseBase.Lock()
+	gcPauseBase.h = h
+	gcPauseBase.Unlock()
+}
+
+func gcPauses() gcPauseSummary {
+	h := readGCPauses()
+	gcPauseBase.Lock()
+	for i, base := range gcPauseBase.h {
+		if base != nil && h[i] != nil && len(base.Counts) == len(h[i].Counts) {
+			for j, c := range base.Counts {
+				h[i].Counts[j] -= c
+			}
+		}
+	}
+	gcPauseBase.Unlock()
+	var r gcPauseSummary
+	if h[0] != nil {
+		for _, c := range h[0].Counts {
+			r.count += c
+		}
+		r.p50, r.p99, r.max = histQuantileUs(h[0], 0.5), histQuantileUs(h[0], 0.99), histQuantileUs(h[0], 1)
+	}
+	if h[1] != nil {
+		r.stopP99 = histQuantileUs(h[1], 0.99)
+	}
+	return r
+}
+
+// histQuantileUs is the upper bound, in microseconds, of the bucket holding quantile q of h
+// (0 when h is empty).
+func histQuantileUs(h *metrics.Float64Histogram, q float64) int64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	want := uint64(math.Ceil(q * float64(n)))
+	want = max(want, 1)
+	var seen uint64
+	for i, c := range h.Counts {
+		seen += c
+		if seen >= want {
+			hi := h.Buckets[i+1]
+			if math.IsInf(hi, 1) {
+				hi = h.Buckets[i]
+			}
+			return int64(math.Ceil(hi * 1e6))
+		}
+	}
+	return 0
 }
 
 func totalMemory() int64 {

@@ -197,6 +197,7 @@ func configResetstatCmd(c *Ctx) {
 	}
 	c.Srv.ResetStats()
 	c.KS.ResetStats()
+	resetGCPauses()
 	c.OK()
 }
 

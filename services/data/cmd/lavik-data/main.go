@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"syscall"
 
@@ -48,6 +49,16 @@ func run(args []string) int {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() {
 				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
+	}
+	// LAVIK_TRACE=<file> records a runtime execution trace from start to exit, for `go tool trace`.
+	if p := os.Getenv("LAVIK_TRACE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil && trace.Start(f) == nil {
+			defer func() {
+				trace.Stop()
 				f.Close()
 			}()
 		}
