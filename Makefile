@@ -63,11 +63,24 @@ bench: build ## Lavik vs redis-server side by side: 1M keys x 1 KiB, GET/SET, 50
 		--keys 1000000 --value-size 1024 --workloads get,set --conns 50,200 --pipelines 1,16 \
 		--rounds 2 --warmup 2s --duration 6s --json $(BIN)/bench.json
 
+# The larger-than-memory run: lavik-data in a 2 GiB memory cgroup (needs root), GET at 1M keys,
+# then at 20M keys x 1 KiB (about 22 GB on disk in a temporary directory under BENCH_WORKDIR,
+# default the system temp dir; it must be on the disk under test, not a tmpfs).
+BENCH_WORKDIR ?=
+BENCH_CAPACITY = $(BIN)/lavik-bench capacity --lavik-bin $(BIN)/lavik-data --memory-limit 2GiB \
+		--base-keys 1000000 --keys 20000000 --value-size 1024 --conns 50 --pipelines 1,16 --rounds 2 \
+		$(if $(BENCH_WORKDIR),--workdir $(BENCH_WORKDIR)) --json $(BIN)/bench-capacity.json
+
 .PHONY: bench-full
-bench-full: build ## longer sweeps over 50..1280 connections, 1,000-4,000 byte values, and a chart
+bench-full: build ## longer sweeps over 50..1280 connections, 1,000-4,000 byte values, and a chart; then bench-capacity
 	$(BIN)/lavik-bench compare --full --lavik-bin $(BIN)/lavik-data --redis-bin redis-server \
 		--keys 1000000 --value-min 1000 --value-max 4000 --rounds 2 \
 		--json $(BIN)/bench-full.json --csv $(BIN)/bench-full.csv --chart $(BIN)/bench-full.html
+	$(BENCH_CAPACITY)
+
+.PHONY: bench-capacity
+bench-capacity: build ## larger than memory: lavik-data in a 2 GiB cgroup, GET at 1M then 20M keys x 1 KiB (root, ~22 GB disk)
+	$(BENCH_CAPACITY)
 
 .PHONY: vet
 vet: ## go vet

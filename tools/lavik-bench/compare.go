@@ -349,23 +349,9 @@ func (s *benchSystem) keyspaceFor(w Workload) *Keyspace {
 func summarizeCell(c cell, runs [2][]RunResult, systems [2]*benchSystem) CellSummary {
 	cs := CellSummary{Workload: c.wl.Name, Conns: c.conns, Pipeline: c.pipeline}
 	for si, rs := range runs {
-		sc := SystemCell{Rounds: rs}
+		sc := summarizeRuns(rs)
 		if systems[si].keyspaceFor(c.wl) == nil {
 			sc.Unsupported = systems[si].hashUnsup
-		}
-		var q, p []float64
-		for _, r := range rs {
-			q = append(q, r.Total.QPS)
-			p = append(p, r.Total.P99Ms)
-			sc.Errors.add(r.Errors)
-		}
-		sc.QPS, sc.P99Ms = median(q), median(p)
-		if len(q) > 1 && sc.QPS > 0 {
-			lo, hi := q[0], q[0]
-			for _, x := range q {
-				lo, hi = math.Min(lo, x), math.Max(hi, x)
-			}
-			sc.QPSSpread = 100 * (hi - lo) / sc.QPS
 		}
 		if si == sysRedis {
 			cs.Redis = sc
@@ -382,36 +368,58 @@ func summarizeCell(c cell, runs [2][]RunResult, systems [2]*benchSystem) CellSum
 	return cs
 }
 
+// summarizeRuns reduces the rounds of one system in one cell to medians and the spread.
+func summarizeRuns(rs []RunResult) SystemCell {
+	sc := SystemCell{Rounds: rs}
+	var q, p []float64
+	for _, r := range rs {
+		q = append(q, r.Total.QPS)
+		p = append(p, r.Total.P99Ms)
+		sc.Errors.add(r.Errors)
+	}
+	sc.QPS, sc.P99Ms = median(q), median(p)
+	if len(q) > 1 && sc.QPS > 0 {
+		lo, hi := q[0], q[0]
+		for _, x := range q {
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+		sc.QPSSpread = 100 * (hi - lo) / sc.QPS
+	}
+	return sc
+}
+
 func writeCompareTable(w io.Writer, cells []CellSummary) {
 	t := &table{left: 1}
 	t.add("workload", "conns", "pipe", "|", "redis ops/s", "spread", "p99 ms", "|", "lavik ops/s", "spread", "p99 ms",
 		"|", "ops/s lavik/redis", "p99 lavik/redis")
-	side := func(s SystemCell) []string {
-		switch {
-		case s.Unsupported != "":
-			return []string{"unsupported", "", ""}
-		case len(s.Rounds) == 0:
-			return []string{"-", "", "-"}
-		}
-		spread := ""
-		if len(s.Rounds) > 1 {
-			spread = fmt.Sprintf("%.1f%%", s.QPSSpread)
-		}
-		p99 := ms(s.P99Ms)
-		if s.Errors.Total() > 0 {
-			p99 += " ERR"
-		}
-		return []string{qps(s.QPS), spread, p99}
-	}
 	for _, c := range cells {
 		row := []string{c.Workload, strconv.Itoa(c.Conns), strconv.Itoa(c.Pipeline), "|"}
-		row = append(row, side(c.Redis)...)
+		row = append(row, systemCellColumns(c.Redis)...)
 		row = append(row, "|")
-		row = append(row, side(c.Lavik)...)
+		row = append(row, systemCellColumns(c.Lavik)...)
 		row = append(row, "|", ratio(c.Lavik.QPS, c.Redis.QPS), ratio(c.Lavik.P99Ms, c.Redis.P99Ms))
 		t.add(row...)
 	}
 	t.write(w)
+}
+
+// systemCellColumns formats one system's figures in a cell as ops/s, spread and p99.
+func systemCellColumns(s SystemCell) []string {
+	switch {
+	case s.Unsupported != "":
+		return []string{"unsupported", "", ""}
+	case len(s.Rounds) == 0:
+		return []string{"-", "", "-"}
+	}
+	spread := ""
+	if len(s.Rounds) > 1 {
+		spread = fmt.Sprintf("%.1f%%", s.QPSSpread)
+	}
+	p99 := ms(s.P99Ms)
+	if s.Errors.Total() > 0 {
+		p99 += " ERR"
+	}
+	return []string{qps(s.QPS), spread, p99}
 }
 
 func writeMemory(w io.Writer, mem []MemoryReport) {

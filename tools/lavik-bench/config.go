@@ -60,6 +60,21 @@ type compareConfig struct {
 	RestartTimeout time.Duration
 }
 
+// capacityConfig is `lavik-bench capacity`. Keys (from the common flags) is the size the
+// dataset grows to; BaseKeys the size it is measured at first.
+type capacityConfig struct {
+	commonConfig
+	LavikArgv    []string // template; see serverArgv
+	BaseKeys     int
+	MemoryLimit  int64 // bytes; 0 = no cgroup
+	Conns        []int
+	Pipelines    []int
+	Rounds       int
+	Workdir      string
+	Keep         bool
+	StartTimeout time.Duration
+}
+
 func commonFlags(duration, warmup time.Duration) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "keys", Value: 1_000_000, Usage: "number of keys (records) the workload uses; the load phase writes all of them"},
@@ -120,6 +135,59 @@ func compareFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-timeout", Value: time.Minute, Usage: "how long a server may take to start"},
 		&cli.DurationFlag{Name: "restart-timeout", Value: 10 * time.Minute, Usage: "how long Lavik may take to restart with its data"},
 	}, commonFlags(6*time.Second, 2*time.Second)...)
+}
+
+// capacityFlags are the common flags with a 20M-key default, those of workloads other than GET
+// hidden, and the server and cgroup settings.
+func capacityFlags() []cli.Flag {
+	common := commonFlags(6*time.Second, 2*time.Second)
+	for i, f := range common {
+		switch f := f.(type) {
+		case *cli.IntFlag:
+			switch f.Name {
+			case "keys":
+				common[i] = &cli.IntFlag{Name: "keys", Value: 20_000_000, Usage: "keys the dataset grows to (named as in run, so the --base-keys loaded first stay valid)"}
+			case "fields", "field-size":
+				f.Hidden = true
+			}
+		case *cli.StringFlag:
+			if f.Name == "ratio" {
+				f.Hidden = true
+			}
+		}
+	}
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "lavik-bin", Value: "bin/lavik-data", Usage: "lavik-data binary"},
+		&cli.StringFlag{Name: "lavik-args", Usage: "extra arguments for lavik-data, e.g. \"--io-engine pread\""},
+		&cli.StringFlag{Name: "lavik-cmd", Hidden: true, Usage: "whole command line of the server, with {port} and {dir}; for testing the harness"},
+		&cli.StringFlag{Name: "memory-limit", Value: "2GiB", Usage: "memory cgroup limit for the server (heap and page cache), e.g. 2GiB, 512MiB; 0 = no cgroup"},
+		&cli.IntFlag{Name: "base-keys", Value: 1_000_000, Usage: "keys loaded and measured first, the figure the larger dataset is compared with"},
+		&cli.StringFlag{Name: "conns", Value: "50", Usage: "comma-separated connection counts"},
+		&cli.StringFlag{Name: "pipelines", Value: "1,16", Usage: "comma-separated pipeline depths"},
+		&cli.IntFlag{Name: "rounds", Value: 2, Usage: "rounds over the cells at each dataset size"},
+		&cli.StringFlag{Name: "workdir", Usage: "parent of the server's data directory, on the disk under test (default: the system temp dir; not a tmpfs)"},
+		&cli.BoolFlag{Name: "keep", Usage: "keep the data directory and the server log"},
+		&cli.DurationFlag{Name: "start-timeout", Value: time.Minute, Usage: "how long the server may take to start"},
+	}, common...)
+}
+
+// parseBytes parses a byte count: a number with an optional suffix K, M, G or T, alone or
+// followed by B or iB, in any case ("2GiB", "512m", "1048576"). Every suffix is a power of
+// 1024, as the kernel reads memory.limit_in_bytes.
+func parseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
+	shift := 0
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("kmgt", t[n-1]); i >= 0 {
+			shift, t = 10*(i+1), t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is not a byte count (e.g. 2GiB, 512MiB, 1048576)", s)
+	}
+	return n << shift, nil
 }
 
 // parseIntList parses "50,80,160".
@@ -249,6 +317,47 @@ func parseRunConfig(c *cli.Context) (runConfig, error) {
 	}
 	return rc, nil
 }
+
+func parseCapacityConfig(c *cli.Context) (capacityConfig, error) {
+	cc, err := parseCommon(c)
+	cp := capacityConfig{commonConfig: cc, BaseKeys: c.Int("base-keys"), Rounds: c.Int("rounds"),
+		Workdir: c.String("workdir"), Keep: c.Bool("keep"), StartTimeout: c.Duration("start-timeout")}
+	if err != nil {
+		return cp, err
+	}
+	if c.NArg() > 0 {
+		return cp, fmt.Errorf("unexpected argument %q (flags go before arguments; capacity takes none)", c.Args().First())
+	}
+	if cp.BaseKeys < 1 || cp.BaseKeys >= cp.Keys {
+		return cp, fmt.Errorf("--base-keys %d: want 1 or more and fewer than --keys %d", cp.BaseKeys, cp.Keys)
+	}
+	if cp.MemoryLimit, err = parseBytes(c.String("memory-limit")); err != nil {
+		return cp, fmt.Errorf("--memory-limit: %w", err)
+	}
+	if cp.MemoryLimit > 0 && cp.MemoryLimit < minMemoryLimit {
+		return cp, fmt.Errorf("--memory-limit %s: want 0 (no cgroup) or at least %s", c.String("memory-limit"), humanBytes(minMemoryLimit))
+	}
+	if cp.Conns, err = parseIntList("conns", c.String("conns")); err != nil {
+		return cp, err
+	}
+	if cp.Pipelines, err = parseIntList("pipelines", c.String("pipelines")); err != nil {
+		return cp, err
+	}
+	if cp.Rounds < 1 {
+		return cp, fmt.Errorf("--rounds %d: want 1 or more", cp.Rounds)
+	}
+	if cp.StartTimeout <= 0 {
+		return cp, fmt.Errorf("--start-timeout %v: want a positive duration", cp.StartTimeout)
+	}
+	if cp.LavikArgv, err = serverArgv(c, "lavik", defaultLavikCmd); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+// minMemoryLimit is the smallest --memory-limit: below it a server cannot even start, and the
+// failure would say nothing about capacity.
+const minMemoryLimit = 16 << 20
 
 // fullDefaults are the settings --full gives compare where the flag was not set explicitly.
 var fullDefaults = struct {

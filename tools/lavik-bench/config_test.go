@@ -199,3 +199,77 @@ func TestReadyLine(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCapacity(t *testing.T) {
+	cfg, err := parseWith(t, "capacity", capacityFlags(), parseCapacityConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keys != 20_000_000 || cfg.BaseKeys != 1_000_000 || cfg.MemoryLimit != 2<<30 || cfg.Value != (ValueSpec{1024, 1024}) {
+		t.Errorf("sizes: keys %d base %d limit %d value %v", cfg.Keys, cfg.BaseKeys, cfg.MemoryLimit, cfg.Value)
+	}
+	if !reflect.DeepEqual(cfg.Conns, []int{50}) || !reflect.DeepEqual(cfg.Pipelines, []int{1, 16}) || cfg.Rounds != 2 ||
+		cfg.Warmup != 2*time.Second || cfg.Duration != 6*time.Second || cfg.Dist.Name != "uniform" {
+		t.Errorf("cells: conns %v pipelines %v rounds %d warmup %v duration %v dist %v", cfg.Conns, cfg.Pipelines, cfg.Rounds,
+			cfg.Warmup, cfg.Duration, cfg.Dist)
+	}
+	wantLavik := []string{"bin/lavik-data", "--port", "0", "--bind", "127.0.0.1", "--dir", "{dir}", "--appendfsync", "everysec"}
+	if !reflect.DeepEqual(cfg.LavikArgv, wantLavik) || cfg.Keep || cfg.Workdir != "" {
+		t.Errorf("lavik argv %q keep %v workdir %q", cfg.LavikArgv, cfg.Keep, cfg.Workdir)
+	}
+
+	cfg, err = parseWith(t, "capacity", capacityFlags(), parseCapacityConfig, "--memory-limit", "0", "--keys", "5000",
+		"--base-keys", "1000", "--conns", "4,8", "--pipelines", "2", "--rounds", "1", "--lavik-bin", "/x/lavik-data",
+		"--lavik-args", "--io-engine pread", "--workdir", "/data", "--keep", "--json", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MemoryLimit != 0 || cfg.Keys != 5000 || cfg.BaseKeys != 1000 || !reflect.DeepEqual(cfg.Conns, []int{4, 8}) ||
+		!reflect.DeepEqual(cfg.Pipelines, []int{2}) || cfg.Rounds != 1 || !cfg.Keep || cfg.Workdir != "/data" || cfg.JSONPath != "-" {
+		t.Errorf("got %+v", cfg)
+	}
+	if got := cfg.LavikArgv; got[0] != "/x/lavik-data" || !reflect.DeepEqual(got[len(got)-2:], []string{"--io-engine", "pread"}) {
+		t.Errorf("lavik argv %q", got)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--base-keys", "0"}, "--base-keys 0"},
+		{[]string{"--keys", "1000", "--base-keys", "1000"}, "fewer than --keys 1000"},
+		{[]string{"--memory-limit", "lots"}, `--memory-limit: "lots" is not a byte count`},
+		{[]string{"--memory-limit", "1MiB"}, "at least 16.00 MiB"},
+		{[]string{"--conns", "0"}, "--conns"},
+		{[]string{"--pipelines", "x"}, "--pipelines"},
+		{[]string{"--rounds", "0"}, "--rounds 0"},
+		{[]string{"--lavik-cmd", "x", "--lavik-bin", "y"}, "replaces"},
+		{[]string{"--value-size", "8"}, "value size 8 B"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		_, err := parseWith(t, "capacity", capacityFlags(), parseCapacityConfig, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	// Flags of other workloads are not offered.
+	if _, err := parseWith(t, "capacity", capacityFlags(), parseCapacityConfig, "--workload", "set"); err == nil {
+		t.Error("--workload accepted")
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "1048576": 1 << 20, "2GiB": 2 << 30, "2G": 2 << 30, "2gb": 2 << 30, "512MiB": 512 << 20, "512m": 512 << 20,
+		"64k": 64 << 10, " 1TiB ": 1 << 40,
+	} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "-1", "1.5G", "2X", "99999999999T"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) accepted", bad)
+		}
+	}
+}

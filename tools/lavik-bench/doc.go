@@ -8,7 +8,9 @@
 // merged at the end. `compare` starts redis-server and lavik-data side by side, loads both and
 // walks a matrix of workloads, connection counts and pipeline depths in rounds that alternate
 // which server goes first, so drift on a shared machine falls on both; it reports medians over
-// rounds, the ratio Lavik/Redis, resident memory per key and Lavik's restart time.
+// rounds, the ratio Lavik/Redis, resident memory per key and Lavik's restart time. `capacity`
+// runs lavik-data in a memory cgroup (cgroup.go) and measures GET at a base dataset, then again
+// after growing it far past the limit, to show what reading values from the SSD costs.
 //
 // Honesty is designed in rather than assumed. Values are a pure function of key and version
 // (keyspace.go), every read reply is checked for key, version and length, a sample byte for

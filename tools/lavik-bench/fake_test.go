@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeServer is a tiny RESP server keeping strings in a map, with ways to misbehave: the
@@ -199,5 +201,45 @@ func TestUsageErrorExitStatus(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, "run", "--bogus"); code != exitUsage {
 		t.Fatalf("unknown flag: exit %d", code)
+	}
+}
+
+// TestLoadRange grows a dataset in two ranges: the second starts where the first ended, the
+// first keys stay readable, and DBSIZE must cover everything below the range's end.
+func TestLoadRange(t *testing.T) {
+	f := startFake(t, nil)
+	ks := newKeyspace(stringPrefix, kindString, 500)
+	ks.Value = ValueSpec{Min: 64, Max: 64}
+	p := loadParams{System: "fake", Addr: f.addr(), Conns: 3, Pipeline: 7, Progress: io.Discard, Timeout: 5 * time.Second}
+	lr, err := loadRange(context.Background(), p, ks, 0, 120)
+	if err != nil || lr.First != 0 || lr.Keys != 120 || lr.DBSize != 120 || lr.Bytes != 120*64 || ks.Loaded {
+		t.Fatalf("first range: %+v, %v, loaded %v", lr, err, ks.Loaded)
+	}
+	lr, err = loadRange(context.Background(), p, ks, 120, 500)
+	if err != nil || lr.First != 120 || lr.Keys != 380 || lr.DBSize != 500 || !ks.Loaded {
+		t.Fatalf("second range: %+v, %v, loaded %v", lr, err, ks.Loaded)
+	}
+	if !strings.Contains(lr.String(), "380 keys (120 to 499)") {
+		t.Errorf("summary %q", lr)
+	}
+	f.mu.Lock()
+	n := len(f.data)
+	f.mu.Unlock()
+	if n != 500 {
+		t.Errorf("server holds %d keys", n)
+	}
+	if n, err := verifySample(f.addr(), ks, 500, 1); err != nil || n != 500 {
+		t.Errorf("verify: %d, %v", n, err)
+	}
+	// On an empty server, a range whose lower keys were never written leaves DBSIZE short.
+	p.Addr = startFake(t, nil).addr()
+	gap := newKeyspace(stringPrefix, kindString, 100)
+	gap.Value = ks.Value
+	if _, err := loadRange(context.Background(), p, gap, 50, 100); err == nil ||
+		!strings.Contains(err.Error(), "holds 50 keys after 100 were written") {
+		t.Errorf("gap below the range: %v", err)
+	}
+	if _, err := loadRange(context.Background(), p, ks, 400, 600); err == nil {
+		t.Error("range past the keyspace accepted")
 	}
 }

@@ -28,6 +28,7 @@ type loadParams struct {
 // LoadResult is what the load phase did.
 type LoadResult struct {
 	System  string  `json:"system"`
+	First   int     `json:"first_key,omitempty"` // index of the first key written (a range load)
 	Keys    int     `json:"keys"`
 	Bytes   int64   `json:"value_bytes"`
 	Seconds float64 `json:"seconds"`
@@ -44,8 +45,18 @@ func (e *unsupportedError) Error() string { return "unsupported: " + e.msg }
 // several connections, key ranges handed out in chunks. Every reply must be a success, and
 // DBSIZE afterwards must count at least the keys written: a server that drops writes fails here.
 func load(ctx context.Context, p loadParams, ks *Keyspace) (LoadResult, error) {
-	res := LoadResult{System: p.System, Keys: ks.N}
-	bar := progressbar.NewOptions64(int64(ks.N),
+	return loadRange(ctx, p, ks, 0, ks.N)
+}
+
+// loadRange writes version 0 of keys [lo, hi) of ks, as load does for all of them. Ranges are
+// loaded in order from 0 (capacity grows a dataset this way, so the keys loaded first stay
+// valid), so DBSIZE afterwards must count at least hi keys.
+func loadRange(ctx context.Context, p loadParams, ks *Keyspace, lo, hi int) (LoadResult, error) {
+	res := LoadResult{System: p.System, First: lo, Keys: hi - lo}
+	if lo < 0 || hi > ks.N || lo >= hi {
+		return res, fmt.Errorf("loading %s: key range [%d, %d) outside [0, %d) or empty", p.System, lo, hi, ks.N)
+	}
+	bar := progressbar.NewOptions64(int64(hi-lo),
 		progressbar.OptionSetWriter(p.Progress),
 		progressbar.OptionSetVisibility(p.Bar),
 		progressbar.OptionSetDescription("loading "+p.System),
@@ -61,6 +72,7 @@ func load(ctx context.Context, p loadParams, ks *Keyspace) (LoadResult, error) {
 	}
 	start := time.Now()
 	var next atomic.Int64
+	next.Store(int64(lo))
 	var bytes atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, len(conns))
@@ -69,7 +81,7 @@ func load(ctx context.Context, p loadParams, ks *Keyspace) (LoadResult, error) {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			n, err := loadConn(ctx, c, p, ks, &next, bar)
+			n, err := loadConn(ctx, c, p, ks, &next, int64(hi), bar)
 			bytes.Add(n)
 			if err != nil {
 				errs <- err
@@ -93,7 +105,7 @@ func load(ctx context.Context, p loadParams, ks *Keyspace) (LoadResult, error) {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.Bytes = bytes.Load()
-	res.KeysPS = float64(ks.N) / res.Seconds
+	res.KeysPS = float64(hi-lo) / res.Seconds
 	a, err := dialAdmin(p.Addr, dialTimeout)
 	if err != nil {
 		return res, err
@@ -102,26 +114,26 @@ func load(ctx context.Context, p loadParams, ks *Keyspace) (LoadResult, error) {
 	if res.DBSize, err = a.dbsize(); err != nil {
 		return res, err
 	}
-	if res.DBSize < int64(ks.N) {
-		return res, fmt.Errorf("%s holds %d keys after %d were written", p.System, res.DBSize, ks.N)
+	if res.DBSize < int64(hi) {
+		return res, fmt.Errorf("%s holds %d keys after %d were written", p.System, res.DBSize, hi)
 	}
-	ks.Loaded, ks.Unknown = true, false
+	ks.Loaded, ks.Unknown = hi == ks.N, false
 	return res, nil
 }
 
-// loadConn loads chunks of keys on one connection until none are left; it returns the value
-// bytes written.
-func loadConn(ctx context.Context, c net.Conn, p loadParams, ks *Keyspace, next *atomic.Int64, bar *progressbar.ProgressBar) (int64, error) {
+// loadConn loads chunks of keys below end on one connection until none are left; it returns
+// the value bytes written.
+func loadConn(ctx context.Context, c net.Conn, p loadParams, ks *Keyspace, next *atomic.Int64, end int64, bar *progressbar.ProgressBar) (int64, error) {
 	rd := newRespReader(c)
 	var buf []byte
 	var written int64
 	chunk := int64(p.Pipeline)
 	for ctx.Err() == nil {
 		lo := next.Add(chunk) - chunk
-		if lo >= int64(ks.N) {
+		if lo >= end {
 			return written, nil
 		}
-		hi := min(lo+chunk, int64(ks.N))
+		hi := min(lo+chunk, end)
 		buf = buf[:0]
 		for k := int(lo); k < int(hi); k++ {
 			if ks.Kind == kindHash {
@@ -165,8 +177,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// loadSummary is the one-line report of a load.
+// String is the one-line report of a load.
 func (r LoadResult) String() string {
-	return fmt.Sprintf("loaded %s: %d keys, %s of values in %.1fs (%.0f keys/s), DBSIZE %d",
-		r.System, r.Keys, humanBytes(float64(r.Bytes)), r.Seconds, r.KeysPS, r.DBSize)
+	what := fmt.Sprintf("%d keys", r.Keys)
+	if r.First > 0 {
+		what = fmt.Sprintf("%d keys (%d to %d)", r.Keys, r.First, r.First+r.Keys-1)
+	}
+	return fmt.Sprintf("loaded %s: %s, %s of values in %.1fs (%.0f keys/s), DBSIZE %d",
+		r.System, what, humanBytes(float64(r.Bytes)), r.Seconds, r.KeysPS, r.DBSize)
 }

@@ -106,6 +106,20 @@ func newApp(stdout, stderr io.Writer, code *int) *cli.App {
 					return err
 				},
 			},
+			{
+				Name:      "capacity",
+				Usage:     "larger than memory: lavik-data in a memory cgroup, GET at --base-keys keys, then grown to --keys, side by side",
+				UsageText: "lavik-bench capacity --lavik-bin bin/lavik-data --memory-limit 2GiB --base-keys 1000000 --keys 20000000",
+				Flags:     capacityFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := parseCapacityConfig(c)
+					if err != nil {
+						return usageError(err)
+					}
+					*code, err = capacityCommand(c.Context, cfg, stdout, stderr)
+					return err
+				},
+			},
 		},
 	}
 }

@@ -31,6 +31,9 @@ type serverProc struct {
 	dir  string
 	log  string // file receiving the server's stdout and stderr
 	port int    // chosen port, when argv has {port}
+	// afterStart, when set, runs right after each start of the process, before the harness waits
+	// for it to be ready (capacity moves it into its memory cgroup here); an error kills it.
+	afterStart func(pid int) error
 
 	addr   string
 	cmd    *exec.Cmd
@@ -157,6 +160,13 @@ func (s *serverProc) start(ctx context.Context, timeout time.Duration, wantKeys 
 		pw.Close()
 		close(exited)
 	}()
+	if s.afterStart != nil {
+		if err := s.afterStart(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			<-exited
+			return 0, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	fail := func(format string, a ...any) (time.Duration, error) {
@@ -242,6 +252,30 @@ func (s *serverProc) stop(timeout time.Duration) (time.Duration, int, error) {
 		<-s.exited
 		return time.Since(t0), s.exitCode(), fmt.Errorf("%s did not exit within %v of SIGTERM; killed", s.name, timeout)
 	}
+}
+
+// exitedWithin reports whether the process exits within d (at once when it already has): a
+// failed request can come a moment before the exit that caused it.
+func (s *serverProc) exitedWithin(d time.Duration) bool {
+	if s.exited == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// exitState describes how the process ended, e.g. "signal: killed".
+func (s *serverProc) exitState() string {
+	if s.cmd == nil || s.running() { // running() also orders this read after Wait's write
+		return "still running"
+	}
+	return s.cmd.ProcessState.String()
 }
 
 func (s *serverProc) exitCode() int {
