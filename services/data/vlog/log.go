@@ -138,15 +138,23 @@ type Log struct {
 	// active is the segment being appended to; wf its write handle.
 	active *segment
 	wf     vfs.File
-	// Invariant: tailOff <= writtenOff <= size, and tail holds bytes [tailOff, size) of the
-	// active segment. Bytes below tailOff are synced; below writtenOff, written to the OS.
+	// Invariant: tailOff <= syncedOff <= writtenOff <= size, and tail holds bytes
+	// [tailOff, size) of the active segment. Bytes below syncedOff are synced; below writtenOff,
+	// written to the OS. tailOff trails syncedOff while a write is in flight (see trimTo).
 	size       int64
 	writtenOff int64
+	syncedOff  int64
 	tailOff    int64
 	tail       []byte
 	// lsnBase is the LSN of offset 0 of the active segment; LSNs count bytes across segments.
-	lsnBase  uint64
-	flushing bool // a group-commit leader is writing outside mu
+	lsnBase uint64
+	// writing: a group-commit leader is writing the tail outside mu. syncing: a leader is
+	// syncing outside mu. The two run at once, so a reply that needs only a write (everysec)
+	// never waits for the once-a-second fdatasync.
+	writing, syncing bool
+	// trimTo is a trim of the tail that a sync finished while a write was in flight: trimming
+	// moves the tail's bytes, under the writer's buffer, so the writer applies it when done.
+	trimTo int64
 	// writeErr is the last write or sync failure; cleared by the next success. While set, the
 	// server refuses write commands.
 	writeErr error
@@ -231,7 +239,7 @@ func Open(opts Options, fn ReplayFunc) (*Log, error) {
 				return nil, fmt.Errorf("vlog: %w", err)
 			}
 			l.active, l.wf = seg, wf
-			l.size, l.writtenOff, l.tailOff = good, good, good
+			l.size, l.writtenOff, l.syncedOff, l.tailOff = good, good, good, good
 		}
 	}
 	if l.active == nil {
@@ -290,7 +298,7 @@ func (l *Log) newSegmentLocked(id uint32) error {
 	}
 	l.segs[id] = seg
 	l.active, l.wf = seg, wf
-	l.size, l.writtenOff, l.tailOff = 0, 0, 0
+	l.size, l.writtenOff, l.syncedOff, l.tailOff, l.trimTo = 0, 0, 0, 0, 0
 	l.tail = l.tail[:0]
 	return nil
 }
@@ -322,9 +330,7 @@ func (l *Log) Append(h Header, key, val []byte) (Loc, uint64, error) {
 
 // rotateLocked writes and syncs the active segment, then starts the next one.
 func (l *Log) rotateLocked() error {
-	for l.flushing {
-		l.cond.Wait()
-	}
+	l.waitIdleLocked()
 	if err := l.writeTailLocked(true); err != nil {
 		return err
 	}
@@ -343,16 +349,26 @@ func (l *Log) writeTailLocked(sync bool) error {
 		l.stats.bytes.Add(uint64(len(buf)))
 		l.writtenOff = l.size
 	}
-	if sync && l.tailOff < l.size {
+	if sync && l.syncedOff < l.size {
 		if err := l.wf.Sync(); err != nil {
 			l.setWriteErrLocked(&WriteError{Op: "sync", Err: err})
 			return l.writeErr
 		}
 		l.stats.syncs.Add(1)
-		l.trimTailLocked(l.size)
+		l.syncedOff = l.size
+	}
+	if sync {
+		l.trimTailLocked(l.syncedOff)
 	}
 	l.setWriteErrLocked(nil)
 	return nil
+}
+
+// waitIdleLocked waits until no leader writes or syncs outside mu.
+func (l *Log) waitIdleLocked() {
+	for l.writing || l.syncing {
+		l.cond.Wait()
+	}
 }
 
 func (l *Log) trimTailLocked(upTo int64) {
@@ -377,56 +393,96 @@ func (l *Log) AppendedLSN() uint64 {
 }
 
 // Flush returns once every record up to lsn has been written to the OS and, when sync is true,
-// made durable. Concurrent callers group-commit: one leader writes (and syncs) everything
-// appended so far while the others wait for it.
+// made durable. Concurrent callers group-commit: one leader writes everything appended so far
+// while the others wait for it, and one leader syncs everything written so far. A write and a
+// sync can be in flight at once: a caller that needs only the write does not wait for a sync.
 func (l *Log) Flush(lsn uint64, sync bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
-		if l.lsnBase+uint64(l.writtenOff) >= lsn && (!sync || l.lsnBase+uint64(l.tailOff) >= lsn) {
+		if l.lsnBase+uint64(l.writtenOff) < lsn {
+			if l.closed {
+				return ErrClosed
+			}
+			if l.writing {
+				l.cond.Wait()
+				continue
+			}
+			if err := l.leadWriteLocked(); err != nil {
+				return err
+			}
+			// Memory bound: bytes written but not synced stay in the tail for reads; past
+			// MaxTail this caller syncs too.
+			sync = sync || l.writtenOff-l.syncedOff > l.opts.MaxTail
+			continue
+		}
+		if !sync || l.lsnBase+uint64(l.syncedOff) >= lsn {
 			return nil
 		}
 		if l.closed {
 			return ErrClosed
 		}
-		if l.flushing {
+		if l.syncing {
 			l.cond.Wait()
 			continue
 		}
-		// Lead: write everything appended so far outside the lock. Appends may continue: they
-		// add bytes past buf (or move the tail to a new array), never touching buf's bytes.
-		l.flushing = true
-		wf, start, end := l.wf, l.writtenOff, l.size
-		buf := l.tail[start-l.tailOff : end-l.tailOff]
-		doSync := sync || end-l.tailOff > l.opts.MaxTail
-		l.mu.Unlock()
-		var err error
-		if len(buf) > 0 {
-			if _, werr := wf.WriteAt(buf, start); werr != nil {
-				err = &WriteError{Op: "write", Err: werr}
-			}
-			l.stats.writes.Add(1)
-			l.stats.bytes.Add(uint64(len(buf)))
-		}
-		if err == nil && doSync {
-			if serr := wf.Sync(); serr != nil {
-				err = &WriteError{Op: "sync", Err: serr}
-			}
-			l.stats.syncs.Add(1)
-		}
-		l.mu.Lock()
-		l.flushing = false
-		l.cond.Broadcast()
-		if err != nil {
-			l.setWriteErrLocked(err)
+		if err := l.leadSyncLocked(); err != nil {
 			return err
 		}
-		l.setWriteErrLocked(nil)
-		l.writtenOff = end
-		if doSync {
-			l.trimTailLocked(end)
-		}
 	}
+}
+
+// leadWriteLocked writes everything appended so far, outside mu. Appends may continue: they add
+// bytes past buf (or move the tail to a new array), never touching buf's bytes; a sync that
+// ends meanwhile leaves its trim to this writer (trimTo).
+func (l *Log) leadWriteLocked() error {
+	l.writing = true
+	wf, start, end := l.wf, l.writtenOff, l.size
+	buf := l.tail[start-l.tailOff : end-l.tailOff]
+	l.mu.Unlock()
+	_, werr := wf.WriteAt(buf, start)
+	l.stats.writes.Add(1)
+	l.stats.bytes.Add(uint64(len(buf)))
+	l.mu.Lock()
+	l.writing = false
+	l.cond.Broadcast()
+	if l.trimTo > l.tailOff {
+		l.trimTailLocked(l.trimTo)
+	}
+	if werr != nil {
+		err := &WriteError{Op: "write", Err: werr}
+		l.setWriteErrLocked(err)
+		return err
+	}
+	l.clearWriteErrLocked("write")
+	l.writtenOff = end
+	return nil
+}
+
+// leadSyncLocked syncs everything written so far, outside mu, and trims the synced bytes from
+// the tail.
+func (l *Log) leadSyncLocked() error {
+	l.syncing = true
+	wf, end := l.wf, l.writtenOff
+	l.mu.Unlock()
+	serr := wf.Sync()
+	l.stats.syncs.Add(1)
+	l.mu.Lock()
+	l.syncing = false
+	l.cond.Broadcast()
+	if serr != nil {
+		err := &WriteError{Op: "sync", Err: serr}
+		l.setWriteErrLocked(err)
+		return err
+	}
+	l.clearWriteErrLocked("sync")
+	l.syncedOff = max(l.syncedOff, end)
+	if l.writing {
+		l.trimTo = max(l.trimTo, end)
+	} else {
+		l.trimTailLocked(end)
+	}
+	return nil
 }
 
 // Sync makes everything appended so far durable.
@@ -438,9 +494,7 @@ func (l *Log) Sync() error { return l.Flush(l.AppendedLSN(), true) }
 func (l *Log) Retry() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.flushing {
-		l.cond.Wait()
-	}
+	l.waitIdleLocked()
 	if l.closed {
 		return ErrClosed
 	}
@@ -451,6 +505,15 @@ func (l *Log) Retry() error {
 func (l *Log) setWriteErrLocked(err error) {
 	l.writeErr = err
 	l.failing.Store(err != nil)
+}
+
+// clearWriteErrLocked clears the standing error if a write or sync (op) failed it: a write that
+// works says nothing of a failed sync, and the other way round.
+func (l *Log) clearWriteErrLocked(op string) {
+	var we *WriteError
+	if l.writeErr != nil && (!errors.As(l.writeErr, &we) || we.Op == op) {
+		l.setWriteErrLocked(nil)
+	}
 }
 
 // WriteErr returns the last write or sync failure, or nil once writing works again. The
@@ -469,9 +532,7 @@ func (l *Log) Close() error {
 	err := l.Sync()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.flushing {
-		l.cond.Wait()
-	}
+	l.waitIdleLocked()
 	if l.closed {
 		return nil
 	}
