@@ -353,6 +353,7 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_engine_submits", ks.Engine.Submits)
 	kv(b, "lavik_engine_wakeups", ks.Engine.Wakeups)
 	kv(b, "lavik_engine_fixed_buffer_reads", ks.Engine.FixedReads)
+	kv(b, "lavik_engine_deferred_submits", ks.Engine.Deferred)
 	vc := valueCacheStats()
 	kv(b, "lavik_value_cache_hits", vc.Hits)
 	kv(b, "lavik_value_cache_misses", vc.Misses)

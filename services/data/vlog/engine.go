@@ -54,11 +54,12 @@ type EngineStats struct {
 	Submits    uint64 // io_uring_enter calls that submitted reads
 	Wakeups    uint64 // completion wake-ups (each may complete many reads)
 	FixedReads uint64 // reads into registered buffers
+	Deferred   uint64 // Read calls that left their submission to the reaper (piggybackMin)
 }
 
 // engineCounters are the counters every engine keeps; snapshot turns them into EngineStats.
 type engineCounters struct {
-	reads, bytes, batches, errors, enters, wakeups, fixedReads atomic.Uint64
+	reads, bytes, batches, errors, enters, wakeups, fixedReads, deferred atomic.Uint64
 }
 
 func (c *engineCounters) snapshot() EngineStats {
@@ -70,6 +71,7 @@ func (c *engineCounters) snapshot() EngineStats {
 		Submits:    c.enters.Load(),
 		Wakeups:    c.wakeups.Load(),
 		FixedReads: c.fixedReads.Load(),
+		Deferred:   c.deferred.Load(),
 	}
 }
 

@@ -140,6 +140,10 @@ type uringEngine struct {
 	free       []uint32
 	queued     uint32 // SQEs published but not yet passed to io_uring_enter
 	submitting bool
+	// inflight counts reads the kernel accepted and the reaper has not completed. It may
+	// undercount for a moment (a completion can be reaped before enter adds its count), never
+	// overcount, which is the safe side for deferring a submission to the reaper.
+	inflight int
 
 	fixed     []byte // registered buffers, fixedSlots x fixedSlotSize, off the Go heap
 	fixedFree chan int
@@ -332,8 +336,28 @@ func (e *uringEngine) Read(reqs []*ReadReq) {
 		e.prepLocked(slot, r)
 		e.mu.Unlock()
 	}
-	e.submit()
+	e.submitOrDefer()
 	<-b.done
+}
+
+// piggybackMin is how many reads must be in flight for a new one to leave its submission to the
+// reaper: at least one of them completes soon, and the reaper, woken by it, passes every SQE
+// queued by then to the kernel in one io_uring_enter. Under load this turns one system call
+// (and one virtio notification) per GET into one per completion wake-up; with fewer reads in
+// flight the wait for the next completion could be a whole disk latency, so the reader submits.
+const piggybackMin = 4
+
+// submitOrDefer submits what is queued, unless enough reads are in flight for the reaper to do
+// it on its next wake-up.
+func (e *uringEngine) submitOrDefer() {
+	e.mu.Lock()
+	deferred := e.inflight >= piggybackMin
+	e.mu.Unlock()
+	if deferred {
+		e.stats.deferred.Add(1)
+		return
+	}
+	e.submit()
 }
 
 // prepLocked fills the next SQE for r and publishes it.
@@ -388,6 +412,9 @@ func (e *uringEngine) enter(n uint32) {
 			return
 		}
 		n -= uint32(done)
+		e.mu.Lock()
+		e.inflight += int(done)
+		e.mu.Unlock()
 	}
 }
 
@@ -400,8 +427,10 @@ func (e *uringEngine) failQueued(n uint32, err error) {
 		s := &e.sqes[(head+i)&*e.sqMask]
 		done = append(done, uint32(s.userData))
 	}
-	// Give the refused entries back by moving the head as the kernel would have.
+	// Give the refused entries back by moving the head as the kernel would have; complete
+	// counts them out of inflight, so count them in.
 	atomic.StoreUint32(e.sqHead, head+n)
+	e.inflight += int(n)
 	e.mu.Unlock()
 	for _, slot := range done {
 		e.complete(slot, -int32(err.(unix.Errno)))
@@ -425,11 +454,15 @@ func (e *uringEngine) reap() {
 	}
 }
 
+// drain completes every CQE available, then submits what readers left queued for it (see
+// submitOrDefer): a deferred SQE waits only for a drain that completes a read, and there was one
+// in flight when it was deferred.
 func (e *uringEngine) drain() {
 	for {
 		head := atomic.LoadUint32(e.cqHead)
 		tail := atomic.LoadUint32(e.cqTail)
 		if head == tail {
+			e.submit()
 			return
 		}
 		for ; head != tail; head++ {
@@ -445,6 +478,7 @@ func (e *uringEngine) complete(slot uint32, res int32) {
 	s := e.slots[slot]
 	e.slots[slot] = uringSlot{}
 	e.free = append(e.free, slot)
+	e.inflight--
 	e.mu.Unlock()
 	<-e.sem
 	r := s.req

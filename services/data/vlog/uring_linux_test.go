@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
+	"golang.org/x/sys/unix"
 )
 
 func newTestUring(t *testing.T, depth int) Engine {
@@ -167,5 +169,79 @@ func TestLogReadsThroughUring(t *testing.T) {
 	}
 	if got := e.Stats().Reads - before; got != uint64(len(locs)) {
 		t.Fatalf("%d engine reads for %d records", got, len(locs))
+	}
+}
+
+// fdFile is a vfs.File that only has a descriptor: enough for the io_uring engine.
+type fdFile struct {
+	vfs.File
+	fd int
+}
+
+func (f fdFile) Fd() (uintptr, error) { return uintptr(f.fd), nil }
+
+// With enough reads in flight, a new read leaves its submission to the reaper, which submits it
+// when a read in flight completes. Reads of an empty pipe stay in flight until the test writes
+// to it, which makes the order observable.
+func TestUringDefersSubmissionToReaper(t *testing.T) {
+	e := newTestUring(t, 32)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil { // blocking: io_uring waits on it
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	pipe := fdFile{fd: p[0]}
+
+	var wg sync.WaitGroup
+	pipeReqs := make([]*ReadReq, piggybackMin)
+	for i := range pipeReqs {
+		pipeReqs[i] = &ReadReq{File: pipe, Buf: make([]byte, 1), N: 1}
+		wg.Add(1)
+		go func(r *ReadReq) { defer wg.Done(); e.Read([]*ReadReq{r}) }(pipeReqs[i])
+	}
+	ue := e.(*uringEngine)
+	waitFor(t, func() bool { ue.mu.Lock(); defer ue.mu.Unlock(); return ue.inflight >= piggybackMin })
+
+	f, _ := writeBlocks(t, 4)
+	buf, fx := e.Buffer(vfs.AlignedBlock)
+	disk := &ReadReq{File: f, Off: 2 * vfs.AlignedBlock, Buf: buf, N: vfs.AlignedBlock, Fixed: fx}
+	diskDone := make(chan struct{})
+	go func() { e.Read([]*ReadReq{disk}); close(diskDone) }()
+	waitFor(t, func() bool { return e.Stats().Deferred == 1 })
+	select {
+	case <-diskDone:
+		t.Fatal("the deferred read completed before any read in flight did")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := unix.Write(p[1], []byte{7}); err != nil { // completes one pipe read
+		t.Fatal(err)
+	}
+	select {
+	case <-diskDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reaper did not submit the deferred read")
+	}
+	if disk.Err != nil || disk.Done != vfs.AlignedBlock || disk.Buf[0] != 2 {
+		t.Fatalf("deferred read: %d bytes, %v, block byte %d", disk.Done, disk.Err, disk.Buf[0])
+	}
+	e.ReleaseBuffer(disk.Buf, disk.Fixed)
+	if _, err := unix.Write(p[1], []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, r := range pipeReqs {
+		if r.Err != nil || r.Done != 1 {
+			t.Fatalf("pipe read: %d bytes, %v", r.Done, r.Err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for a condition")
+		}
 	}
 }
