@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -437,6 +438,13 @@ func (l *Log) Flush(lsn uint64, sync bool) error {
 // ends meanwhile leaves its trim to this writer (trimTo).
 func (l *Log) leadWriteLocked() error {
 	l.writing = true
+	// Before writing, let the goroutines that are ready to run (other connections whose
+	// commands arrived) append theirs: they find a leader and wait for it, and one write
+	// covers them all, as one event-loop pass of a single-threaded server would. With nothing
+	// else ready this returns at once.
+	l.mu.Unlock()
+	runtime.Gosched()
+	l.mu.Lock()
 	wf, start, end := l.wf, l.writtenOff, l.size
 	buf := l.tail[start-l.tailOff : end-l.tailOff]
 	l.mu.Unlock()
