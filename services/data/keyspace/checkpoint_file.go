@@ -137,6 +137,20 @@ func decodeCkptHeader(b []byte) (ckptHeader, error) {
 
 var ckptCRCTable = crc32.MakeTable(crc32.Castagnoli)
 
+// preemptStep bounds the bytes one CRC or copy call handles. Those calls run in assembly the
+// scheduler cannot preempt, and a stop-the-world (every GC has two) waits for them: a 1 MiB
+// block in one call held a GC pause up to a millisecond on a busy machine.
+const preemptStep = 64 << 10
+
+// ckptCRC is crc32.Update over b, in preemptStep pieces.
+func ckptCRC(crc uint32, b []byte) uint32 {
+	for len(b) > preemptStep {
+		crc = crc32.Update(crc, ckptCRCTable, b[:preemptStep])
+		b = b[preemptStep:]
+	}
+	return crc32.Update(crc, ckptCRCTable, b)
+}
+
 // ckptEntry is one index entry as a checkpoint holds it.
 type ckptEntry struct {
 	db       uint8
@@ -206,7 +220,7 @@ func (w *ckptWriter) write(b []byte) error {
 	if _, err := w.f.Write(b); err != nil {
 		return err
 	}
-	w.crc = crc32.Update(w.crc, ckptCRCTable, b)
+	w.crc = ckptCRC(w.crc, b)
 	w.size += int64(len(b))
 	return nil
 }
@@ -233,7 +247,7 @@ func (w *ckptWriter) flushBlock() error {
 	}
 	binary.LittleEndian.PutUint32(w.block[0:], uint32(len(w.block)-8))
 	binary.LittleEndian.PutUint32(w.block[4:], w.count)
-	w.block = binary.LittleEndian.AppendUint32(w.block, crc32.Checksum(w.block, ckptCRCTable))
+	w.block = binary.LittleEndian.AppendUint32(w.block, ckptCRC(0, w.block))
 	err := w.write(w.block)
 	w.entries += uint64(w.count)
 	w.block, w.count = w.block[:8], 0
@@ -396,13 +410,18 @@ func (r *ckptReader) read(n int) ([]byte, error) {
 		r.block = make([]byte, n)
 	}
 	b := r.block[:n]
-	if _, err := io.ReadFull(r.r, b); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, ckptCorrupt("file ends early")
+	// In preemptStep pieces: bufio copies what it buffered with one memmove.
+	for p := b; len(p) > 0; {
+		step := min(len(p), preemptStep)
+		if _, err := io.ReadFull(r.r, p[:step]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, ckptCorrupt("file ends early")
+			}
+			return nil, err
 		}
-		return nil, err
+		p = p[step:]
 	}
-	r.crc = crc32.Update(r.crc, ckptCRCTable, b)
+	r.crc = ckptCRC(r.crc, b)
 	return b, nil
 }
 
@@ -429,7 +448,7 @@ func (r *ckptReader) next() (payload []byte, count int, ok bool, err error) {
 	if err != nil {
 		return nil, 0, false, err
 	}
-	crc = crc32.Update(crc, ckptCRCTable, b[:n])
+	crc = ckptCRC(crc, b[:n])
 	if want := binary.LittleEndian.Uint32(b[n:]); crc != want {
 		return nil, 0, false, ckptCorrupt("block crc %#08x, want %#08x", crc, want)
 	}
