@@ -452,6 +452,12 @@ func randomkeyCmd(c *Ctx) {
 }
 
 func objectEncodingCmd(c *Ctx) {
+	// A value written by an in-place edit, or longer than any short encoding, is "raw" by
+	// its metadata alone: a large value is not read.
+	if m, ok := c.KS.Lookup(c.DB(), c.Args[2]); ok && (m.Raw || m.Len > 44) {
+		c.W.BulkString("raw")
+		return
+	}
 	var enc string
 	found, err := c.KS.Get(c.DB(), c.Args[2], func(val []byte, m keyspace.Meta) {
 		enc = stringEncoding(val)

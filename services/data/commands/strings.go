@@ -420,14 +420,11 @@ func appendCmd(c *Ctx) {
 		if int64(m.Len)+int64(len(c.Args[2])) > maxStringLen(c) {
 			return ErrStringTooLong
 		}
-		v, _, err := tx.Value(0)
-		if err != nil {
+		// Of a large (chunked) value only the last chunk is read and rewritten.
+		if err := tx.WriteAt(0, int64(m.Len), c.Args[2], typeString|keyspace.RawHint); err != nil {
 			return err
 		}
-		nv := make([]byte, 0, len(v)+len(c.Args[2]))
-		nv = append(append(nv, v...), c.Args[2]...)
-		tx.Put(0, nv, m.ExpireAt, typeString|keyspace.RawHint)
-		newLen = int64(len(nv))
+		newLen = int64(m.Len) + int64(len(c.Args[2]))
 		return nil
 	})
 	if err != nil {
@@ -456,12 +453,15 @@ func getrangeCmd(c *Ctx) {
 		c.Err(ErrNotInt)
 		return
 	}
-	found, err := c.KS.Get(c.DB(), c.Args[1], func(val []byte, m keyspace.Meta) {
+	// Only the part asked for is read: of a large (chunked) value, the chunks overlapping it.
+	found, err := c.KS.GetRange(c.DB(), c.Args[1], func(n int) (int, int) {
+		return substrSpan(int64(n), start, end)
+	}, func(part []byte, m keyspace.Meta) {
 		if m.Type != typeString {
 			c.Err(ErrWrongType)
 			return
 		}
-		c.W.Bulk(substr(val, start, end))
+		c.W.Bulk(part)
 	})
 	switch {
 	case err != nil:
@@ -471,12 +471,12 @@ func getrangeCmd(c *Ctx) {
 	}
 }
 
-// substr applies GETRANGE's index rules: negative indexes count from the end, both are
-// clamped, and an empty range gives "".
-func substr(v []byte, start, end int64) []byte {
-	n := int64(len(v))
+// substrSpan applies GETRANGE's index rules to a value of n bytes and returns the byte range
+// [from, to) to reply: negative indexes count from the end, both are clamped, and an empty
+// range gives "".
+func substrSpan(n, start, end int64) (int, int) {
 	if start < 0 && end < 0 && start > end {
-		return nil
+		return 0, 0
 	}
 	if start < 0 {
 		start = n + start
@@ -490,9 +490,9 @@ func substr(v []byte, start, end int64) []byte {
 		end = n - 1
 	}
 	if n == 0 || start > end {
-		return nil
+		return 0, 0
 	}
-	return v[start : end+1]
+	return int(start), int(end + 1)
 }
 
 func setrangeCmd(c *Ctx) {
@@ -519,19 +519,11 @@ func setrangeCmd(c *Ctx) {
 		if off > maxStringLen(c)-int64(len(patch)) {
 			return ErrStringTooLong
 		}
-		var v []byte
-		if exists {
-			var err error
-			if v, _, err = tx.Value(0); err != nil {
-				return err
-			}
+		// Of a large (chunked) value only the chunks the patch overwrites in part are read.
+		if err := tx.WriteAt(0, off, patch, typeString|keyspace.RawHint); err != nil {
+			return err
 		}
-		size := max(int64(len(v)), off+int64(len(patch)))
-		nv := make([]byte, size)
-		copy(nv, v)
-		copy(nv[off:], patch)
-		tx.Put(0, nv, m.ExpireAt, typeString|keyspace.RawHint)
-		newLen = size
+		newLen = max(int64(m.Len), off+int64(len(patch)))
 		return nil
 	})
 	if err != nil {

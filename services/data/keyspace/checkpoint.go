@@ -316,6 +316,9 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 			if ie.raw() {
 				e.vtype |= RawHint
 			}
+			if ie.chunked() {
+				e.vtype |= vtChunked
+			}
 			if err = run.add(ie.hash, &e); err != nil {
 				break
 			}
@@ -393,14 +396,14 @@ func (ks *Keyspace) checkpointFailed(s *shard, op string, err error) error {
 func (ks *Keyspace) openLog(s *shard, opts vlog.Options, replay vlog.ReplayFunc) (*vlog.Log, error) {
 	s.ckpt.dir = opts.Dir
 	var records, bytes uint64
-	fn := func(loc vlog.Loc, h vlog.Header, key []byte) error {
+	fn := func(loc vlog.Loc, h vlog.Header, key, val []byte) error {
 		records++
 		bytes += uint64(h.Size())
 		if h.Version <= s.ckpt.loadVersion {
-			s.replayCoveredLocked(ks, loc, h, key)
+			s.replayCoveredLocked(ks, loc, h, key, val)
 			return nil
 		}
-		return replay(loc, h, key)
+		return replay(loc, h, key, val)
 	}
 	loaded, err := ks.loadCheckpoint(s)
 	if err != nil {
@@ -440,8 +443,9 @@ func (ks *Keyspace) openLog(s *shard, opts vlog.Options, replay vlog.ReplayFunc)
 
 // replayCoveredLocked applies a tail record whose version the loaded checkpoint covers: a copy
 // the collector made of an older record. Only a put copy of a key whose entry still holds the
-// checkpoint's state does anything: the entry moves to the copy.
-func (s *shard) replayCoveredLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) {
+// checkpoint's state does anything: the entry moves to the copy. For a chunked value the copy
+// is a manifest naming chunks the collector moved, of the same value.
+func (s *shard) replayCoveredLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key, val []byte) {
 	if h.Kind != vlog.KindPut || int(h.DB) >= len(s.keys) {
 		return
 	}
@@ -450,7 +454,8 @@ func (s *shard) replayCoveredLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, k
 		return // deleted before the checkpoint: a copy must not bring it back
 	}
 	e := s.ix.entry(i)
-	if e.w0&flagCkpt == 0 || e.vlen != h.ValLen {
+	vlen, chunked, err := s.recordValueLen(h, val)
+	if err != nil || e.w0&flagCkpt == 0 || e.vlen != vlen || e.chunked() != chunked {
 		ks.ckpt.relocatedSkipped.Add(1)
 		return // redefined by a later record of the tail
 	}

@@ -42,9 +42,10 @@ import (
 //	  20 crc          uint32   CRC32C of trailer bytes [0, 20)
 //
 // and nothing after the trailer. An entry is db (1 byte), meta (1 byte: value type in the low
-// four bits, 0x10 for the raw hint), then uvarints expire-at, segment, offset, value length, key
-// length, and the key's bytes: about 8 bytes of metadata beside the key for a typical entry, so
-// a checkpoint is a small fraction of the log it replaces.
+// four bits, 0x10 for the raw hint, 0x20 for a chunked value whose manifest the entry points
+// at, see chunked.go), then uvarints expire-at, segment, offset, value length, key length, and
+// the key's bytes: about 8 bytes of metadata beside the key for a typical entry, so a checkpoint
+// is a small fraction of the log it replaces.
 //
 // The per-block CRC lets a reader reject a damaged block before a single entry of it reaches the
 // index; the whole-file CRC and the entry count in the trailer catch what per-block checks cannot
@@ -154,7 +155,7 @@ func ckptCRC(crc uint32, b []byte) uint32 {
 // ckptEntry is one index entry as a checkpoint holds it.
 type ckptEntry struct {
 	db       uint8
-	vtype    uint8 // with RawHint when the entry has the raw flag
+	vtype    uint8 // with RawHint when the entry has the raw flag, vtChunked when chunked
 	expireAt int64
 	seg, off uint32
 	vlen     uint32
@@ -178,7 +179,7 @@ func decodeCkptEntry(b []byte, e *ckptEntry) (int, error) {
 		return 0, ckptCorrupt("entry cut short")
 	}
 	e.db, e.vtype = b[0], b[1]
-	if e.vtype&^(RawHint|0xf) != 0 {
+	if e.vtype&^(RawHint|vtChunked|0xf) != 0 {
 		return 0, ckptCorrupt("entry meta %#x", e.vtype)
 	}
 	n := 2

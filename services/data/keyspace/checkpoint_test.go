@@ -29,7 +29,7 @@ func ckptReclaimAll(t testing.TB, ks *Keyspace, rng *rand.Rand) int {
 		}
 		rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 		for _, id := range ids {
-			if err := ks.reclaimSegment(s, id, false); err != nil {
+			if err := reclaimNow(ks, s, id); err != nil {
 				t.Fatalf("reclaim segment %d of shard %d: %v", id, s.id, err)
 			}
 			n++

@@ -21,6 +21,14 @@
 // Databases (SELECT 0-15) are part of the key identity: the hash, the index entry and every
 // record carry the database number.
 //
+// A string longer than ChunkThreshold (64 KiB) is stored as 8 KiB chunk records plus a manifest
+// record naming them (chunked.go): the index entry points at the manifest and keeps the
+// string's length, so STRLEN, TYPE and SCAN still read nothing; GETRANGE (GetRange) reads the
+// manifest and only the chunks it overlaps, SETRANGE and APPEND (Tx.WriteAt) read the manifest
+// and the edge chunks and write the chunks they change and a new manifest. Chunks die with
+// their manifest; the collector counts and moves them like any record, under the same
+// compare-and-swap.
+//
 // Expiry is lazy (every access checks expire-at; an expired key is never returned) plus an
 // active cycle (expire.go) that sweeps each shard's entries incrementally. Removing an expired
 // key writes no record: its newest record already carries the expire-at, so recovery drops it

@@ -21,8 +21,10 @@ type entry struct {
 	expireAt int64  // unix ms; 0 = no expiry
 	seg      uint32 // value record location; in a free entry, the next free entry + 1
 	off      uint32
-	vlen     uint32 // value length (payload bytes of the record)
-	hash     uint32 // the key's index hash: home slot and slot tag derive from it
+	// vlen is the value's length: the record's payload bytes, or for a chunked value
+	// (flagChunked) the length its manifest describes (shard.recLen gives the record's).
+	vlen uint32
+	hash uint32 // the key's index hash: home slot and slot tag derive from it
 }
 
 // The entry must stay 32 bytes: the 48-byte budget per key is 32 for the entry, 1 for the
@@ -43,18 +45,24 @@ const (
 	// flagCkpt, during Open only, marks an entry whose state came from the checkpoint and no
 	// later record (see checkpoint.go).
 	flagCkpt = 4 << flagShift
+	// flagChunked marks a value stored in chunks: the entry points at its manifest
+	// (chunked.go).
+	flagChunked = 8 << flagShift
 )
 
-// packMeta packs everything of w0 but the key offset.
+// packMeta packs everything of w0 but the key offset. vtype may carry RawHint and vtChunked.
 func packMeta(db uint8, vtype uint8) uint64 {
 	m := uint64(db)<<dbShift | uint64(vtype&0xf)<<vtypeShift | flagLive
 	if vtype&RawHint != 0 {
 		m |= flagRaw
 	}
+	if vtype&vtChunked != 0 {
+		m |= flagChunked
+	}
 	return m
 }
 
-// setMeta sets the entry's database, value type and raw hint, keeping its key.
+// setMeta sets the entry's database, value type, raw hint and chunked flag, keeping its key.
 func (e *entry) setMeta(db uint8, vtype uint8) { e.w0 = e.w0&keyOffMask | packMeta(db, vtype) }
 
 func (e *entry) keyOff() uint64 { return e.w0 & keyOffMask }

@@ -78,6 +78,10 @@ type Options struct {
 	// between them.
 	ckptChunk int
 	ckptHook  func(shard int)
+	// chunkMin and chunkSize let tests store large values in many small chunks: values longer
+	// than chunkMin bytes (0: ChunkThreshold) are stored in chunks of chunkSize bytes (0:
+	// ChunkSize). A keyspace must be opened with the chunk size its data was written with.
+	chunkMin, chunkSize int
 }
 
 // Keyspace is the whole keyspace of a lavik-data process.
@@ -92,6 +96,9 @@ type Keyspace struct {
 
 	stats struct {
 		hits, misses, expired, corrupt atomic.Uint64
+		// moved counts reads of chunked values that looked again because a collection moved
+		// the chunks they were reading (chunked.go).
+		moved atomic.Uint64
 	}
 	rc   reclaimer    // reclamation (reclaim.go)
 	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
@@ -116,6 +123,13 @@ type shard struct {
 	expPos    uint32  // active expiry cursor (entry index)
 	avgTTLMs  atomic.Int64
 	ckpt      shardCheckpoint // checkpoint state (checkpoint.go)
+	// cs is the chunk size of chunked values (chunked.go).
+	cs int
+	// deadMans are the manifests of chunked values removed or overwritten whose chunks are not
+	// yet marked dead; flushGen counts the times everything was marked dead at once (FLUSHALL, a
+	// FLUSHDB that empties the shard), which empties the queue. See chunked.go.
+	deadMans []deadManifest
+	flushGen uint64
 }
 
 // Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
@@ -134,6 +148,12 @@ func Open(opts Options) (*Keyspace, error) {
 	}
 	if opts.CheckpointInterval == 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opts.chunkMin <= 0 {
+		opts.chunkMin = ChunkThreshold
+	}
+	if opts.chunkSize <= 0 {
+		opts.chunkSize = ChunkSize
 	}
 	if err := checkLayout(opts.FS, opts.Dir, opts.Shards); err != nil {
 		return nil, err
@@ -166,11 +186,11 @@ func Open(opts Options) (*Keyspace, error) {
 		}
 		return nil, err
 	}
-	ks.loadTime = time.Since(start)
 	ks.wg.Add(2)
 	go ks.expireLoop()
 	go ks.syncLoop()
-	ks.startReclaim()
+	ks.startReclaim() // reads the manifests of chunked values: part of the load
+	ks.loadTime = time.Since(start)
 	ks.wg.Add(1)
 	go ks.checkpointLoop()
 	return ks, nil
@@ -186,6 +206,7 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		ix:      ix,
 		keys:    make([]int64, ks.opts.Databases),
 		expires: make([]int64, ks.opts.Databases),
+		cs:      ks.opts.chunkSize,
 	}
 	defer s.replayVer.free()
 	s.log, err = ks.openLog(s, vlog.Options{
@@ -196,8 +217,8 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		Cache:       ks.opts.Cache,
 		Fsync:       ks.opts.Fsync,
 		Logger:      ks.log.With("shard", id),
-	}, func(loc vlog.Loc, h vlog.Header, key []byte) error {
-		return s.replayLocked(ks, loc, h, key)
+	}, func(loc vlog.Loc, h vlog.Header, key, val []byte) error {
+		return s.replayLocked(ks, loc, h, key, val)
 	})
 	if err != nil {
 		s.ix.release()
@@ -255,6 +276,9 @@ func (s *shard) clearLocked() {
 	clear(s.keys)
 	clear(s.expires)
 	s.expPos = 0
+	// Whatever removed every key accounted for every chunk too (chunked.go).
+	s.deadMans = nil
+	s.flushGen++
 }
 
 func (s *shard) flushDBLocked(db uint8) {

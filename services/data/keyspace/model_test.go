@@ -154,6 +154,12 @@ type workload struct {
 }
 
 func newWorkload(t testing.TB, seed uint64, rng *rand.Rand, clk *testClock, opts Options) *workload {
+	if opts.chunkSize == 0 {
+		// Large values in small chunks, so that most runs store many values chunked (at the
+		// default 64 KiB threshold none of the workload's values would be).
+		opts.chunkSize = []int{64, 256, 1024, ChunkSize}[rng.IntN(4)]
+		opts.chunkMin = []int{100, 1000, 4096, ChunkThreshold}[rng.IntN(4)]
+	}
 	w := &workload{
 		t: t, seed: seed, rng: rng, clk: clk, opts: opts, nShards: opts.Shards,
 		m: map[dbKey]mval{}, base: map[dbKey]mval{}, waitProb: 1,
@@ -179,8 +185,8 @@ func (w *workload) notef(format string, args ...any) {
 
 func (w *workload) fatalf(format string, args ...any) {
 	w.t.Helper()
-	w.t.Fatalf("seed %d, op %d (shards %d, segment %d, fsync %v): %s\nlast ops:\n  %s",
-		w.seed, w.nops, w.opts.Shards, w.opts.SegmentSize, w.opts.Fsync,
+	w.t.Fatalf("seed %d, op %d (shards %d, segment %d, fsync %v, chunks of %d over %d): %s\nlast ops:\n  %s",
+		w.seed, w.nops, w.opts.Shards, w.opts.SegmentSize, w.opts.Fsync, w.opts.chunkSize, w.opts.chunkMin,
 		fmt.Sprintf(format, args...), strings.Join(w.recent, "\n  "))
 }
 
@@ -236,6 +242,36 @@ func toKeys(ks []dbKey) []Key {
 		out[i] = Key{DB: k.db, Key: []byte(k.key)}
 	}
 	return out
+}
+
+// bigValue returns a value longer than the chunk threshold (a few chunks to a few dozen).
+func (w *workload) bigValue() string {
+	n := w.opts.chunkMin + 1 + w.rng.IntN(min(30*w.opts.chunkSize, 64<<10))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('A' + (w.nops+i/w.opts.chunkSize)%26)
+	}
+	copy(b, fmt.Sprintf("%d|", w.nops))
+	return string(b)
+}
+
+// pickLarge returns a key whose value is longer than the chunk threshold half the time (when
+// there is one), so that edits often hit chunked values; else any key.
+func (w *workload) pickLarge() dbKey {
+	if w.rng.IntN(2) == 0 {
+		now := w.clk.Now()
+		var big []dbKey
+		for k, v := range w.m {
+			if len(v.val) > w.opts.chunkMin && v.visible(now) {
+				big = append(big, k)
+			}
+		}
+		if len(big) > 0 {
+			slices.SortFunc(big, func(a, b dbKey) int { return strings.Compare(a.String(), b.String()) })
+			return big[w.rng.IntN(len(big))]
+		}
+	}
+	return w.pickKey()
 }
 
 // value returns a fresh value: mostly small, sometimes larger than a segment.
@@ -300,6 +336,10 @@ func (w *workload) step() {
 		w.opFlushDB()
 	case r < 934:
 		w.opFlushAll()
+	case r < 960:
+		w.opSetRange()
+	case r < 980:
+		w.opGetRange()
 	default:
 		w.opPut()
 	}
@@ -324,6 +364,9 @@ func (w *workload) step() {
 
 func (w *workload) opPut() {
 	k, v, now := w.pickKey(), w.value(), w.clk.Now()
+	if w.rng.IntN(10) == 0 {
+		v = w.bigValue()
+	}
 	var exp int64
 	switch r := w.rng.IntN(20); {
 	case r < 5:
@@ -454,9 +497,15 @@ func (w *workload) opCopy() {
 }
 
 // opAppend is APPEND: read the value (from disk if need be) and write it back longer, keeping
-// the expire-at.
+// the expire-at; or, half the time, the way the command does it (WriteAt at the end).
 func (w *workload) opAppend() {
 	k, suffix := w.pickKey(), w.value()
+	if w.rng.IntN(2) == 0 {
+		k = w.pickLarge()
+		w.notef("append (WriteAt) %v len %d", k, len(suffix))
+		w.writeAt(k, -1, suffix)
+		return
+	}
 	w.notef("append %v len %d", k, len(suffix))
 	var newLen int
 	err := w.ks.Update(w.se, toKeys([]dbKey{k}), func(tx *Tx) error {
@@ -487,6 +536,111 @@ func (w *workload) opAppend() {
 	}
 	w.emitTx([]txEffect{{k: k, v: nv}})
 	w.checkKey(k)
+}
+
+// opSetRange is SETRANGE: WriteAt at an offset inside the value, at or across a chunk boundary,
+// or past its end (the gap is zero-filled).
+func (w *workload) opSetRange() {
+	k := w.pickLarge()
+	old, _ := w.get(k)
+	n, cs := len(old.val), w.opts.chunkSize
+	var off int
+	switch r := w.rng.IntN(4); {
+	case r == 0:
+		off = max(0, (w.rng.IntN(n/cs+2))*cs+w.rng.IntN(3)-1) // around a chunk boundary
+	case r == 1:
+		off = n + w.rng.IntN(3*cs) // past the end
+	default:
+		off = w.rng.IntN(n + 1)
+	}
+	patch := w.value()
+	if w.rng.IntN(3) == 0 {
+		patch = patch[:min(len(patch), w.rng.IntN(2*cs))]
+	}
+	w.notef("setrange %v off %d len %d (value %d)", k, off, len(patch), n)
+	w.writeAt(k, off, patch)
+}
+
+// writeAt runs Tx.WriteAt (off -1: at the end) and checks the value it leaves.
+func (w *workload) writeAt(k dbKey, off int, patch string) {
+	var newLen int
+	err := w.ks.Update(w.se, toKeys([]dbKey{k}), func(tx *Tx) error {
+		m, ok := tx.Meta(0)
+		at := int64(off)
+		if off < 0 {
+			at = int64(m.Len)
+		}
+		if err := tx.WriteAt(0, at, []byte(patch), TypeString|RawHint); err != nil {
+			return err
+		}
+		nm, _ := tx.Meta(0)
+		if want := max(int64(m.Len), at+int64(len(patch))); int64(nm.Len) != want || ok && nm.ExpireAt != m.ExpireAt {
+			return fmt.Errorf("Meta after WriteAt(%d, %d bytes) = %+v, before %+v", at, len(patch), nm, m)
+		}
+		newLen = nm.Len
+		return nil
+	})
+	if err != nil {
+		w.fatalf("writeAt %v: %v", k, err)
+	}
+	old, ok := w.get(k)
+	at := off
+	if off < 0 {
+		at = len(old.val)
+	}
+	b := []byte(old.val)
+	if need := at + len(patch); need > len(b) {
+		b = append(b, make([]byte, need-len(b))...)
+	}
+	copy(b[at:], patch)
+	nv := mval{string(b), old.exp}
+	if !ok {
+		nv.exp = 0
+	}
+	if newLen != len(nv.val) {
+		w.fatalf("writeAt %v: length %d, model %d", k, newLen, len(nv.val))
+	}
+	w.emitTx([]txEffect{{k: k, v: nv}}) // with an empty patch maybe no record: the same value
+	w.checkKey(k)
+}
+
+// opGetRange reads a random part of a value with GetRange.
+func (w *workload) opGetRange() {
+	k := w.pickLarge()
+	a, b := w.rng.IntN(30000), w.rng.IntN(30000)
+	if w.rng.IntN(2) == 0 {
+		b = a + w.rng.IntN(3*w.opts.chunkSize)
+	}
+	span := func(n int) (int, int) {
+		from := min(a, n)
+		return from, max(from, min(b, n))
+	}
+	w.notef("getrange %v %d %d", k, a, b)
+	var got string
+	ok, err := w.ks.GetRange(k.db, []byte(k.key), span, func(part []byte, m Meta) {
+		got = string(part)
+		if m.Type != TypeString {
+			w.fatalf("getrange %v: type %d", k, m.Type)
+		}
+	})
+	if err != nil {
+		w.fatalf("getrange %v: %v", k, err)
+	}
+	want, wok := w.get(k)
+	if ok != wok {
+		w.fatalf("getrange %v: present %v, model %v", k, ok, wok)
+	}
+	if from, to := span(len(want.val)); ok && got != want.val[from:to] {
+		w.fatalf("getrange %v [%d, %d) of %d bytes: %q, model %q", k, from, to, len(want.val), short(got), short(want.val[from:to]))
+	}
+}
+
+// short abbreviates s for a failure message.
+func short(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("%q...(%d bytes)", s[:40], len(s))
+	}
+	return strconv.Quote(s)
 }
 
 func (w *workload) opExpire() {

@@ -55,22 +55,25 @@ func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
 
 // pendingRead is one value fetch: prepared under the shard lock, completed outside it.
 type pendingRead struct {
-	rd    vlog.Read
-	db    uint8
-	key   []byte
-	vlen  int
-	ready bool // rd was prepared
-	err   error
+	rd      vlog.Read
+	db      uint8
+	key     []byte
+	vlen    int  // the record's payload length
+	chunked bool // the record is a chunked value's manifest
+	ready   bool // rd was prepared
+	err     error
 }
 
-// prepareLocked prepares the read of e's record. The shard lock is held (read or write).
+// prepareLocked prepares the read of e's record: the value, or a chunked value's manifest. The
+// shard lock is held (read or write).
 func (s *shard) prepareLocked(p *pendingRead, e *entry, db uint8, key []byte) {
-	p.db, p.key, p.vlen = db, key, int(e.vlen)
-	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, int(vlog.RecordSize(len(key), int(e.vlen))))
+	p.db, p.key, p.vlen, p.chunked = db, key, s.recLen(e), e.chunked()
+	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, int(vlog.RecordSize(len(key), p.vlen)))
 	p.ready = p.err == nil
 }
 
-// value verifies the completed read and returns the value bytes (aliasing the read's buffer).
+// value verifies the completed read and returns the record's payload (aliasing the read's
+// buffer): the value, or the manifest of a chunked one.
 func (ks *Keyspace) value(p *pendingRead) ([]byte, error) {
 	if p.err != nil {
 		return nil, p.err
@@ -82,7 +85,8 @@ func (ks *Keyspace) value(p *pendingRead) ([]byte, error) {
 	if err != nil {
 		return nil, ks.readErr(err)
 	}
-	if h.DB != p.db || !bytes.Equal(key, p.key) || len(val) != p.vlen {
+	if h.Kind != vlog.KindPut || h.DB != p.db || !bytes.Equal(key, p.key) || len(val) != p.vlen ||
+		(h.VType&vtChunked != 0) != p.chunked {
 		return nil, ks.readErr(fmt.Errorf("%w: index points at a record of another key", vlog.ErrCorrupt))
 	}
 	return val, nil
@@ -116,6 +120,11 @@ func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, 
 		ks.stats.misses.Add(1)
 		return false, nil
 	}
+	if e.chunked() {
+		s.mu.RUnlock()
+		ks.stats.hits.Add(1)
+		return ks.readSlow(s, h, uint8(db), key, nil, fn)
+	}
 	m := e.metaOf()
 	s.prepareLocked(&p, e, uint8(db), key)
 	s.mu.RUnlock()
@@ -135,10 +144,12 @@ func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, 
 
 // MGet reads many keys with one batch of disk reads and calls fn for each key in order, with
 // ok false for a missing key and err set for a read that failed. val is valid only during fn.
+// Chunked values are read after the batch, each in batches of its own.
 func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, m Meta, ok bool, err error)) {
 	ps := make([]pendingRead, len(keys))
 	found := make([]bool, len(keys))
 	metas := make([]Meta, len(keys))
+	var slow []bool
 	now := ks.opts.Now()
 	for k, key := range keys {
 		h := ks.hash(uint8(db), key)
@@ -153,7 +164,14 @@ func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, m Met
 				ks.stats.misses.Add(1)
 				continue
 			}
-			s.prepareLocked(&ps[k], e, uint8(db), key)
+			if e.chunked() {
+				if slow == nil {
+					slow = make([]bool, len(keys))
+				}
+				slow[k] = true
+			} else {
+				s.prepareLocked(&ps[k], e, uint8(db), key)
+			}
 			found[k] = true
 			metas[k] = e.metaOf()
 		}
@@ -174,6 +192,18 @@ func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, m Met
 	for k := range keys {
 		if !found[k] {
 			fn(k, nil, Meta{}, false, nil)
+			continue
+		}
+		if slow != nil && slow[k] {
+			h := ks.hash(uint8(db), keys[k])
+			called := false
+			_, err := ks.readSlow(ks.shardOf(h), h, uint8(db), keys[k], nil, func(val []byte, m Meta) {
+				called = true
+				fn(k, val, m, true, nil)
+			})
+			if !called {
+				fn(k, nil, metas[k], false, err) // gone meanwhile (err nil), or failed
+			}
 			continue
 		}
 		val, err := ks.value(&ps[k])

@@ -1,9 +1,11 @@
 package keyspace
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +25,11 @@ import (
 // index stops pointing at it: superseded (applyLocked overwrites, reclamation's moves) or
 // removed (removeLocked: deletes, lazy and active expiry, FLUSHDB); other records are dead from
 // the start. The two causes are counted apart: a superseded put never hides anything (the newer
-// record of its key does), a removed one may. After Open the live bytes of each segment are recomputed from the index (startReclaim), so
-// the figures are exact after a restart whether the index came from a full replay or from a
-// checkpoint and the log tail.
+// record of its key does), a removed one may. The chunks of a large value die with its manifest,
+// or when an edit or a move replaces them; they are counted apart again, since they hide
+// nothing (chunked.go says when each is marked). After Open the live bytes of each segment are
+// recomputed from the index (startReclaim), so the figures are exact after a restart whether the
+// index came from a full replay or from a checkpoint and the log tail.
 //
 // # Choosing a segment
 //
@@ -39,7 +43,10 @@ import (
 // collected when its gain is at least half its size, or at least a fifth of it while the shard's
 // disk bytes exceed 1.5 times its live bytes; among those, the highest ratio first. Greedy by
 // ratio keeps the copying per byte freed low; the pressure rule keeps a shard whose garbage is
-// spread thin within its space bound.
+// spread thin within its space bound. A segment whose collection would kill, in manifests of
+// large values moved out of it, half as many bytes elsewhere as it frees is deferred until it
+// holds more garbage (errReclaimDeferred, planRelocation in chunked.go), so that collecting
+// always makes progress.
 //
 // # Collecting a segment
 //
@@ -57,10 +64,19 @@ import (
 //     put lies in an older segment (the put carries an older expire-at), or as a tombstone if
 //     the key is not live and the segment is blocked.
 //
+// A chunk record, and the manifest of a chunked value the index points at, are not copied where
+// they are found: the collector notes their keys, and once the whole segment is read it moves,
+// per key, the chunks the key's current manifest names in the segment and the manifest itself
+// (relocateChunked, chunked.go), by the same compare-and-swap. A dead chunk is dropped: it hides
+// nothing. The queue of manifests of removed chunked values is read first (drainLocked), so
+// that their chunks count as dead, and the segment is not dropped while a manifest in it is
+// still queued.
+//
 // A key found expired is removed on the way, as lazy expiry would; since that may make a put in
 // an older segment dead, "blocked" is asked again after it. A segment created since Open whose
 // records are all dead and none of which can hide anything (no expire records; and no older
-// segment holding dead puts, or only superseded puts in it) is dropped without being read.
+// segment holding dead puts, or only superseded puts and chunks in it) is dropped without being
+// read.
 //
 // Then the log is synced (the
 // copies and every record a decision relied on are durable) and, under the shard lock, the
@@ -102,6 +118,12 @@ const (
 var (
 	errReclaimStopped = errors.New("keyspace: reclamation stopped by close")
 	errReclaimOff     = errors.New("keyspace: reclamation turned off")
+	// errReclaimLater: the segment cannot go yet (a manifest of a chunked value removed
+	// meanwhile is still to be read); the next round tries again.
+	errReclaimLater = errors.New("keyspace: segment not reclaimed yet")
+	// errReclaimDeferred: collecting the segment would kill about as many bytes elsewhere as it
+	// frees (planRelocation); it waits until it holds more dead bytes.
+	errReclaimDeferred = errors.New("keyspace: segment not worth reclaiming yet")
 )
 
 // reclaimer is a keyspace's collector state.
@@ -116,6 +138,9 @@ type reclaimer struct {
 	// with the old setting must still find them), and ones whose live bytes did not reach zero.
 	skipMu sync.Mutex
 	skip   []map[uint32]bool
+	// deferred[shard] maps segments whose collection was deferred (errReclaimDeferred) to
+	// the dead bytes they must reach before the policy picks them again; guarded by skipMu.
+	deferred []map[uint32]int64
 	// fresh[shard] is the first segment id created after Open. Only such segments may be
 	// dropped unread when nothing in them is live: older ones may hold records of databases
 	// beyond Options.Databases, which the index does not count.
@@ -141,6 +166,7 @@ type ReclaimStats struct {
 func (ks *Keyspace) startReclaim() {
 	ks.rc.wake = make(chan struct{}, 1)
 	ks.rc.skip = make([]map[uint32]bool, len(ks.shards))
+	ks.rc.deferred = make([]map[uint32]int64, len(ks.shards))
 	ks.rc.fresh = make([]uint32, len(ks.shards))
 	ks.rc.rate.Store(ks.opts.ReclaimRate)
 	var wg sync.WaitGroup
@@ -150,13 +176,12 @@ func (ks *Keyspace) startReclaim() {
 			defer wg.Done()
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			live := map[uint32]int64{}
-			for i := uint32(0); i < s.ix.high; i++ {
-				if e := s.ix.entry(i); e.live() {
-					live[e.seg] += vlog.RecordSize(len(s.ix.key(e)), int(e.vlen))
-				}
+			live, err := ks.indexLiveLocked(s)
+			if err != nil {
+				ks.log.Error("manifests of chunked values unreadable; their chunks are not counted live", "shard", s.id, "err", err)
 			}
 			s.log.SetLive(live)
+			s.deadMans = nil // counted dead by SetLive already
 			if segs := s.log.SegmentStats(); len(segs) > 0 {
 				ks.rc.fresh[s.id] = segs[len(segs)-1].ID + 1
 			}
@@ -177,20 +202,30 @@ func (ks *Keyspace) SetReclaimRate(n int64) {
 }
 
 // markDeadLocked records that the index no longer points at e's record because a newer record
-// of the key replaces it; markRemovedLocked, because the key is being removed.
+// of the key replaces it; markRemovedLocked, because the key is being removed. The manifest of
+// a chunked value is queued so that the collector marks its chunks dead (chunked.go).
 func (s *shard) markDeadLocked(e *entry) {
 	if s.log != nil { // nil during replay: startReclaim recomputes everything after it
-		s.log.MarkDead(vlog.Loc{Seg: e.seg, Off: e.off}, vlog.RecordSize(len(s.ix.key(e)), int(e.vlen)))
+		n := s.recSize(e)
+		s.log.MarkDead(vlog.Loc{Seg: e.seg, Off: e.off}, n)
+		if e.chunked() {
+			s.queueDeadLocked(e, n)
+		}
 	}
 }
 
 func (s *shard) markRemovedLocked(e *entry) {
 	if s.log != nil {
-		s.log.MarkRemoved(vlog.Loc{Seg: e.seg, Off: e.off}, vlog.RecordSize(len(s.ix.key(e)), int(e.vlen)))
+		n := s.recSize(e)
+		s.log.MarkRemoved(vlog.Loc{Seg: e.seg, Off: e.off}, n)
+		if e.chunked() {
+			s.queueDeadLocked(e, n)
+		}
 	}
 }
 
-// markAllDeadLocked records that the index points at nothing any more.
+// markAllDeadLocked records that the index points at nothing any more, chunks included; the
+// caller clears the index (clearLocked), which empties the dead-manifest queue.
 func (s *shard) markAllDeadLocked() {
 	if s.log != nil {
 		s.log.MarkAllDead()
@@ -220,6 +255,11 @@ func (s *shard) replayFlushLocked(db uint8, all bool, version, prev uint64) {
 
 func (ks *Keyspace) reclaimLoop() {
 	ks.every(reclaimInterval, ks.rc.wake, func() bool {
+		// The dead chunks of removed large values are counted even while the collector is off,
+		// so that the figures INFO shows stay exact and the queue stays short.
+		for _, s := range ks.shards {
+			ks.drainDeadManifests(s)
+		}
 		// Go on while there is work: one segment per shard per round, so shards take turns.
 		for ks.rc.rate.Load() > 0 {
 			done := 0
@@ -231,11 +271,11 @@ func (ks *Keyspace) reclaimLoop() {
 				if !ok {
 					continue
 				}
-				err := ks.reclaimSegment(s, id, true)
+				err := ks.reclaimSegment(s, id, true, false)
 				switch {
 				case errors.Is(err, errReclaimStopped):
 					return false
-				case errors.Is(err, errReclaimOff):
+				case errors.Is(err, errReclaimOff), errors.Is(err, errReclaimLater), errors.Is(err, errReclaimDeferred):
 				case err != nil:
 					ks.log.Warn("reclamation failed", "shard", s.id, "segment", id, "err", err)
 				default:
@@ -252,9 +292,23 @@ func (ks *Keyspace) reclaimLoop() {
 
 // pickVictim chooses the segment of s to collect next (see the policy above).
 func (ks *Keyspace) pickVictim(s *shard) (uint32, bool) {
+	ks.drainDeadManifests(s)
 	segs := s.log.SegmentStats()
 	ks.rc.skipMu.Lock()
 	skip := maps.Clone(ks.rc.skip[s.id])
+	deferred := ks.rc.deferred[s.id]
+	for id, need := range deferred {
+		i, found := slices.BinarySearchFunc(segs, id, func(g vlog.SegmentStat, id uint32) int { return cmp.Compare(g.ID, id) })
+		switch {
+		case !found || segs[i].Pending:
+			delete(deferred, id)
+		case segs[i].Dead < need:
+			if skip == nil {
+				skip = map[uint32]bool{}
+			}
+			skip[id] = true
+		}
+	}
 	ks.rc.skipMu.Unlock()
 	var live, disk int64
 	blockers := make([]int, 0, 2) // indexes of the first two segments that may hold dead puts
@@ -275,7 +329,7 @@ func (ks *Keyspace) pickVictim(s *shard) (uint32, bool) {
 		}
 		gain := g.Dead
 		if len(blockers) > 0 && i > blockers[0] {
-			gain = g.Stale
+			gain = g.Stale + g.Chunks
 		}
 		if len(blockers) > 0 && i == blockers[0] {
 			// Credit the non-put bytes that collecting this segment would unblock.
@@ -285,7 +339,7 @@ func (ks *Keyspace) pickVictim(s *shard) (uint32, bool) {
 			}
 			for _, t := range segs[i+1 : end+1] {
 				if !t.Active && !t.Pending {
-					gain += t.Dead - t.Stale
+					gain += t.Dead - t.Stale - t.Chunks
 				}
 			}
 		}
@@ -348,13 +402,16 @@ func (ks *Keyspace) skipped(s *shard, id uint32) bool {
 }
 
 // reclaimSegment collects sealed segment id of s; limit applies the rate limit. It returns nil
-// without doing anything when the segment is gone (FLUSHALL) or left alone.
-func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit bool) error {
+// without doing anything when the segment is gone (FLUSHALL) or left alone. Unless force is
+// set, it gives up on a segment whose collection would not make progress (errReclaimDeferred,
+// see planRelocation): the policy's collections must, or it could go on for ever.
+func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit, force bool) error {
 	ks.rc.mu.Lock()
 	defer ks.rc.mu.Unlock()
 	if ks.skipped(s, id) {
 		return nil
 	}
+	ks.drainLocked(s)
 	s.mu.Lock()
 	st, ok := s.log.SegmentStat(id)
 	if !ok || st.Active {
@@ -364,13 +421,17 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit bool) error {
 	// Nothing live and nothing to keep: no need to read it. That is, no expire record that may
 	// belong to a live key, and either no older segment that may hold dead puts, or nothing
 	// here that may hide older versions (no tombstones, expire or flush records, no puts of
-	// removed keys: every record was superseded by a newer one of its key). Only segments
-	// created since Open have exact figures.
+	// removed keys: every record was superseded by a newer one of its key, or is a chunk).
+	// Only segments created since Open have exact figures.
 	readless := st.Live() == 0 && st.Expire == 0 && id >= ks.rc.fresh[s.id] &&
-		(st.Dead == st.Stale && st.Removed == 0 || !ks.blockedLocked(s, id))
+		(st.Dead == st.Stale+st.Chunks && st.Removed == 0 || !ks.blockedLocked(s, id))
 	s.mu.Unlock()
 	if !readless {
-		if err := ks.rewriteSegment(s, id, limit); err != nil {
+		gain := st.Dead
+		if force {
+			gain = -1
+		}
+		if err := ks.rewriteSegment(s, id, limit, gain); err != nil {
 			return err
 		}
 	}
@@ -379,11 +440,17 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit bool) error {
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("keyspace: reclaim segment %d of shard %d: %w", id, s.id, err)
 	}
+	ks.drainLocked(s) // chunked values removed while the segment was read
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok = s.log.SegmentStat(id)
 	if !ok {
 		return nil // FLUSHALL dropped it meanwhile
+	}
+	if s.queuedInLocked(id) || st.Live() != 0 && len(s.deadMans) > 0 {
+		// A chunked value removed since the drain: its manifest in this segment must be read
+		// before the segment goes, and its chunks may be what is live here. Next round.
+		return errReclaimLater
 	}
 	if st.Live() != 0 {
 		ks.skipSegment(s, id)
@@ -399,13 +466,17 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit bool) error {
 	return nil
 }
 
-// rewriteSegment copies what still matters of segment id to the active segment.
-func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool) error {
+// rewriteSegment copies what still matters of segment id to the active segment. gain is the
+// segment's dead bytes when its collection began (negative: collect whatever it costs).
+func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) error {
 	scan, err := s.log.ScanSegment(id)
 	if err != nil {
 		return err
 	}
 	defer scan.Close()
+	// The keys of chunked values with chunks, or a live manifest, in the segment: moved once
+	// it is read (chunked.go), by database byte and key.
+	chunked := map[string]struct{}{}
 	for {
 		start := scan.Offset()
 		recs, err := scan.Next(reclaimBatch)
@@ -427,7 +498,7 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool) error {
 			s.mu.Unlock()
 			return nil // FLUSHALL dropped it
 		}
-		written, lsn, err := ks.rewriteBatchLocked(s, id, recs)
+		written, lsn, err := ks.rewriteBatchLocked(s, id, recs, chunked)
 		s.mu.Unlock()
 		if err != nil {
 			return err
@@ -446,16 +517,47 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool) error {
 			}
 		}
 	}
+	if len(chunked) == 0 {
+		return nil
+	}
+	move, spill := ks.planRelocation(s, id, chunked)
+	if gain >= 0 && 2*spill > gain {
+		// Wait until the segment's garbage outweighs the manifests moving its chunks would
+		// kill: then every collection frees more than it makes dead. A segment all dead
+		// needs no move, so the wait never exceeds its size.
+		st, _ := s.log.SegmentStat(id)
+		ks.rc.skipMu.Lock()
+		if ks.rc.deferred[s.id] == nil {
+			ks.rc.deferred[s.id] = map[uint32]int64{}
+		}
+		ks.rc.deferred[s.id][id] = min(st.Dead+2*spill-gain, st.Size)
+		ks.rc.skipMu.Unlock()
+		ks.log.Debug("segment collection deferred", "shard", s.id, "segment", id, "dead_bytes", gain, "manifest_bytes", spill)
+		return errReclaimDeferred
+	}
+	for _, k := range move {
+		if err := ks.relocateChunked(s, id, k[0], []byte(k[1:]), limit); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// rewriteBatchLocked handles one batch of records of segment seg (see "Collecting a segment").
-// It returns the bytes appended and the LSN past the last of them (0: none).
-func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record) (int64, uint64, error) {
+// rewriteBatchLocked handles one batch of records of segment seg (see "Collecting a segment"),
+// adding to chunked the keys of chunked values it leaves to relocateChunked. It returns the
+// bytes appended and the LSN past the last of them (0: none).
+func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record, chunked map[string]struct{}) (int64, uint64, error) {
 	blocked := ks.blockedLocked(s, seg)
 	now := ks.opts.Now()
 	var written int64
 	var lsn uint64
+	var ck []byte
+	noteChunked := func(db uint8, key []byte) {
+		ck = append(append(ck[:0], db), key...)
+		if _, ok := chunked[string(ck)]; !ok {
+			chunked[string(ck)] = struct{}{}
+		}
+	}
 	// liveEntry finds the key's entry, removing it if it has expired. A removal makes the
 	// key's put dead, maybe in an older segment: blocked must then be asked again.
 	liveEntry := func(db uint8, key []byte) (*entry, bool) {
@@ -477,14 +579,24 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record)
 		h := r.Header
 		keep := false
 		switch h.Kind {
+		case vlog.KindChunk:
+			// Live only if the key's manifest names it, which takes reading the manifest.
+			if e, live := liveEntry(h.DB, r.Key); live && e.chunked() {
+				noteChunked(h.DB, r.Key)
+			}
+			continue
 		case vlog.KindPut:
 			e, live := liveEntry(h.DB, r.Key)
 			if live {
 				if e.seg != r.Loc.Seg || e.off != r.Loc.Off {
 					continue // a newer record defines the key
 				}
-				if e.vlen != h.ValLen {
-					return written, lsn, fmt.Errorf("keyspace: %w: index entry of %d bytes points at a record of %d", vlog.ErrCorrupt, e.vlen, h.ValLen)
+				if int64(s.recLen(e)) != int64(h.ValLen) || e.chunked() != (h.VType&vtChunked != 0) {
+					return written, lsn, fmt.Errorf("keyspace: %w: index entry of %d bytes points at a record of %d", vlog.ErrCorrupt, s.recLen(e), h.ValLen)
+				}
+				if e.chunked() {
+					noteChunked(h.DB, r.Key)
+					continue
 				}
 				c := h
 				c.ExpireAt = e.expireAt

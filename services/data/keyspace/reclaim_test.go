@@ -15,26 +15,39 @@ import (
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
-// checkAccounting compares every segment's live bytes with the records the index points at,
-// and checks that no entry points into a segment the log does not have.
+// checkAccounting compares every segment's live bytes with the records the index points at
+// (chunks of chunked values included, once the queue of dead manifests is read), and checks that
+// no entry points into a segment the log does not have.
 func checkAccounting(ks *Keyspace) error {
 	for _, s := range ks.shards {
-		s.mu.Lock()
-		live := map[uint32]int64{}
-		for i := uint32(0); i < s.ix.high; i++ {
-			if e := s.ix.entry(i); e.live() {
-				live[e.seg] += vlog.RecordSize(len(s.ix.key(e)), int(e.vlen))
+		var live map[uint32]int64
+		var segs []vlog.SegmentStat
+		for try := 0; ; try++ {
+			ks.drainDeadManifests(s)
+			s.mu.Lock()
+			if len(s.deadMans) > 0 { // a background expiry queued one meanwhile
+				s.mu.Unlock()
+				if try == 100 {
+					return fmt.Errorf("shard %d: dead manifests stay queued", s.id)
+				}
+				continue
 			}
+			var err error
+			live, err = ks.indexLiveLocked(s)
+			segs = s.log.SegmentStats()
+			s.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("shard %d: %w", s.id, err)
+			}
+			break
 		}
-		segs := s.log.SegmentStats()
-		s.mu.Unlock()
 		have := map[uint32]bool{}
 		for _, g := range segs {
 			if g.Pending {
 				continue
 			}
 			have[g.ID] = true
-			if g.Live() != live[g.ID] || g.Stale < 0 || g.Stale > g.Dead || g.Dead > g.Size {
+			if g.Live() != live[g.ID] || g.Stale < 0 || g.Chunks < 0 || g.Stale+g.Chunks > g.Dead || g.Dead > g.Size {
 				return fmt.Errorf("shard %d segment %d: %+v, but the index points at %d bytes of it", s.id, g.ID, g, live[g.ID])
 			}
 		}
@@ -45,6 +58,20 @@ func checkAccounting(ks *Keyspace) error {
 		}
 	}
 	return nil
+}
+
+// reclaimNow collects segment id of s, unthrottled and whatever it costs, trying again while a
+// chunked value removed in the background (active expiry) keeps it for the next round
+// (errReclaimLater).
+func reclaimNow(ks *Keyspace, s *shard, id uint32) error { return reclaimRetry(ks, s, id, true) }
+
+func reclaimRetry(ks *Keyspace, s *shard, id uint32, force bool) error {
+	for try := 0; ; try++ {
+		err := ks.reclaimSegment(s, id, false, force)
+		if !errors.Is(err, errReclaimLater) || try == 100 {
+			return err
+		}
+	}
 }
 
 // reclaimRandom collects up to n sealed segments with dead bytes, chosen at random whatever the
@@ -65,7 +92,7 @@ func reclaimRandom(ks *Keyspace, rng *rand.Rand, n int) (int, error) {
 	rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	cands = cands[:min(n, len(cands))]
 	for i, c := range cands {
-		if err := ks.reclaimSegment(c.s, c.id, false); err != nil {
+		if err := reclaimNow(ks, c.s, c.id); err != nil {
 			return i, err
 		}
 	}
@@ -83,7 +110,11 @@ func reclaimPolicy(ks *Keyspace, rounds int) (int, bool, error) {
 			if !ok {
 				continue
 			}
-			if err := ks.reclaimSegment(s, id, false); err != nil {
+			err := reclaimRetry(ks, s, id, false)
+			if errors.Is(err, errReclaimDeferred) {
+				continue // as the background loop: not picked again until it holds more garbage
+			}
+			if err != nil {
 				return n, false, err
 			}
 			did = true
@@ -275,7 +306,9 @@ type reclaimScenario struct {
 	fills int
 }
 
-func newReclaimScenario(t *testing.T, checkpoints bool) *reclaimScenario {
+// newReclaimScenarioOpts starts a scenario on one shard with tiny segments, its options then
+// changed by set (nil: none).
+func newReclaimScenarioOpts(t *testing.T, checkpoints bool, set func(*Options)) *reclaimScenario {
 	c := &reclaimScenario{t: t, clk: newTestClock(), mem: vfs.NewMem(), model: map[dbKey]mval{}}
 	c.cr = &crasher{mem: c.mem}
 	c.opts = testOpts(vfs.NewErrorFS(c.mem, c.cr), c.clk)
@@ -283,6 +316,9 @@ func newReclaimScenario(t *testing.T, checkpoints bool) *reclaimScenario {
 	c.opts.SegmentSize = 1 << 10
 	if !checkpoints {
 		c.opts.CheckpointInterval = -1
+	}
+	if set != nil {
+		set(&c.opts)
 	}
 	c.ks = mustOpen(t, c.opts)
 	c.se = c.ks.NewSession()
@@ -384,7 +420,7 @@ func (c *reclaimScenario) collect(id uint32) {
 	c.cr.mu.Lock()
 	c.cr.every, c.cr.clones = true, nil
 	c.cr.mu.Unlock()
-	err := c.ks.reclaimSegment(c.shard(), id, false)
+	err := reclaimNow(c.ks, c.shard(), id)
 	c.cr.mu.Lock()
 	c.cr.every = false
 	clones := append(c.cr.clones, c.mem.CrashClone())
@@ -429,10 +465,7 @@ func (c *reclaimScenario) restart() {
 // record whose put lives in an older segment, and a flush record copied past a newer put.
 // Each case runs with a full replay and from an index checkpoint.
 func TestReclaimCrashEachStep(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(c *reclaimScenario, ckpt bool)
-	}{
+	runReclaimCases(t, nil, []reclaimCase{
 		{"deleted", func(c *reclaimScenario, ckpt bool) {
 			c.put(0, "victim", "v1", 0)
 			s1 := c.seal()
@@ -507,14 +540,25 @@ func TestReclaimCrashEachStep(t *testing.T) {
 			c.collect(s1)
 			c.finish()
 		}},
-	}
+	})
+}
+
+// reclaimCase is a reclamation scenario, run with and without checkpoints by runReclaimCases.
+type reclaimCase struct {
+	name string
+	run  func(c *reclaimScenario, ckpt bool)
+}
+
+// runReclaimCases runs each case as a subtest twice, without and with checkpoints, on a fresh
+// scenario whose options set adjusts (nil: the defaults).
+func runReclaimCases(t *testing.T, set func(*Options), cases []reclaimCase) {
 	for _, tc := range cases {
 		for _, ckpt := range []bool{false, true} {
 			name := tc.name
 			if ckpt {
 				name += "-checkpoint"
 			}
-			t.Run(name, func(t *testing.T) { tc.run(newReclaimScenario(t, ckpt), ckpt) })
+			t.Run(name, func(t *testing.T) { tc.run(newReclaimScenarioOpts(t, ckpt, set), ckpt) })
 		}
 	}
 }
@@ -700,7 +744,7 @@ func TestReplayFlushByVersion(t *testing.T) {
 	replay := func(kind vlog.Kind, db uint8, key string, version uint64) {
 		t.Helper()
 		h := vlog.Header{Kind: kind, DB: db, Version: version, ValLen: 3}
-		if err := s.replayLocked(ks, vlog.Loc{Seg: 1, Off: uint32(version)}, h, []byte(key)); err != nil {
+		if err := s.replayLocked(ks, vlog.Loc{Seg: 1, Off: uint32(version)}, h, []byte(key), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

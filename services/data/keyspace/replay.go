@@ -17,8 +17,9 @@ func (s *shard) dropExpiredLocked(now int64) {
 	}
 }
 
-// replayLocked applies one record during recovery.
-func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []byte) error {
+// replayLocked applies one record during recovery. val is the record's payload (a chunked
+// value's manifest is read for the length the index keeps).
+func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key, val []byte) error {
 	prev := s.version
 	s.version = max(s.version, h.Version)
 	db := h.DB
@@ -30,6 +31,19 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 	case vlog.KindFlushAll, vlog.KindFlushDB:
 		s.replayFlushLocked(db, h.Kind == vlog.KindFlushAll, h.Version, prev) // reclaim.go
 		return nil
+	case vlog.KindChunk:
+		return nil // reachable only through its manifest (chunked.go)
+	}
+	var vlen uint32
+	if h.Kind == vlog.KindPut {
+		var err error
+		if vlen, _, err = s.recordValueLen(h, val); err != nil {
+			// Its CRC verified, so it was written so: treat it as corrupt, like a record that
+			// fails its CRC (the key falls back to an older record).
+			ks.stats.corrupt.Add(1)
+			ks.log.Error("manifest does not decode; record skipped", "segment", loc.Seg, "offset", loc.Off, "err", err)
+			return nil
+		}
 	}
 	hash := ks.hash(db, key)
 	i, pos, found := s.ix.find(uint32(hash), db, key)
@@ -39,7 +53,7 @@ func (s *shard) replayLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key []by
 	switch h.Kind {
 	case vlog.KindPut:
 		var err error
-		v := valueRef{vtype: h.VType, expireAt: h.ExpireAt, seg: loc.Seg, off: loc.Off, vlen: h.ValLen}
+		v := valueRef{vtype: h.VType, expireAt: h.ExpireAt, seg: loc.Seg, off: loc.Off, vlen: vlen}
 		if i, _, err = s.pointLocked(i, found, uint32(hash), db, key, v); err != nil {
 			return err
 		}

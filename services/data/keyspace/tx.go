@@ -27,6 +27,9 @@ const (
 	opPut
 	opDelete
 	opExpire
+	// opEdit is an in-place edit of a chunked value (WriteAt): chunks that differ from the
+	// manifest read, over that manifest.
+	opEdit
 )
 
 // txKey is the transaction's view of one distinct key.
@@ -50,11 +53,22 @@ type txKey struct {
 	haveCached bool
 	wantValue  bool
 
+	// A chunked value's manifest and chunks of it read by an earlier attempt (chunked.go),
+	// valid while the entry's record location is manLoc, like cached.
+	man       *manifest
+	manLoc    uint64
+	parts     map[int][]byte
+	wantMan   bool
+	wantParts []int
+
 	// Pending write.
 	op       txOp
 	val      []byte
 	expireAt int64
 	vtype    uint8
+	// For opEdit: the chunks that differ from man's (by index), and the new length.
+	edits map[int][]byte
+	elen  int64
 }
 
 // Tx is a transaction over a fixed set of keys, passed to the function given to Update. Its
@@ -80,8 +94,11 @@ func (tx *Tx) Meta(i int) (Meta, bool) {
 	if !k.found {
 		return Meta{}, false
 	}
-	if k.op == opPut {
+	switch k.op {
+	case opPut:
 		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: len(k.val)}, true
+	case opEdit:
+		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: int(k.elen)}, true
 	}
 	m := k.entry.metaOf()
 	if k.op == opExpire {
@@ -102,6 +119,14 @@ func (tx *Tx) Value(i int) ([]byte, bool, error) {
 		return k.val, true, nil
 	}
 	if k.cacheValid() {
+		if k.op == opEdit {
+			v := make([]byte, k.elen)
+			copy(v, k.cached)
+			for j, c := range k.edits {
+				copy(v[j*k.man.chunk:], c)
+			}
+			return v, true, nil
+		}
 		return k.cached, true, nil
 	}
 	k.wantValue = true
@@ -112,7 +137,126 @@ func (tx *Tx) Value(i int) ([]byte, bool, error) {
 // Update returns.
 func (tx *Tx) Put(i int, val []byte, expireAt int64, vtype uint8) {
 	k := tx.keys[i]
-	k.op, k.val, k.expireAt, k.vtype, k.found = opPut, val, expireAt, vtype, true
+	k.op, k.val, k.expireAt, k.vtype, k.found = opPut, val, expireAt, vtype&^vtChunked, true
+	k.edits = nil
+}
+
+// WriteAt overwrites key i's value from byte off with patch, as SETRANGE and APPEND do: the
+// value grows, zero-filled, when off+len(patch) passes its end; a missing key is created
+// without expiry, an existing one keeps its expire-at; the key's type becomes vtype (RawHint
+// included). An empty patch within the value changes only the type. Of a chunked value only
+// the chunks the patch overwrites in part are read, and only the chunks it changes are written
+// again, with a new manifest (chunked.go); a small value is read whole. Like Value, it may
+// return an error the function must return as is, and is called again with the data it needs.
+func (tx *Tx) WriteAt(i int, off int64, patch []byte, vtype uint8) error {
+	k := tx.keys[i]
+	vtype &^= vtChunked
+	end := off + int64(len(patch))
+	if off < 0 || end > MaxValueLen {
+		return errValueTooLong
+	}
+	if !k.found {
+		nv := make([]byte, end)
+		copy(nv[off:], patch)
+		tx.Put(i, nv, 0, vtype)
+		return nil
+	}
+	exp := k.entry.expireAt
+	if k.op != opNone {
+		exp = k.expireAt // opPut, opExpire, opEdit
+	}
+	if k.op == opPut || k.op != opEdit && !k.entry.chunked() {
+		cur := k.val
+		if k.op != opPut {
+			v, _, err := tx.Value(i)
+			if err != nil {
+				return err
+			}
+			cur = v
+		}
+		nv := make([]byte, max(int64(len(cur)), end))
+		copy(nv, cur)
+		copy(nv[off:], patch)
+		tx.Put(i, nv, exp, vtype)
+		return nil
+	}
+	if !k.manValid() {
+		k.wantMan = true
+		return errNeedValue
+	}
+	cur := k.man.length
+	if k.op == opEdit {
+		cur = k.elen
+	}
+	if len(patch) == 0 && off <= cur {
+		// A chunked value is reported "raw" whatever its type byte says: nothing to write.
+		if k.op == opEdit {
+			k.vtype = vtype
+		}
+		return nil
+	}
+	cs := int64(k.man.chunk)
+	newLen := max(cur, end)
+	// The chunks that change: those the patch overlaps, and when the value grows, every one
+	// from the chunk holding its old end on (its extent changes, or it is new).
+	lo, hi := off/cs, (end-1)/cs
+	if end > cur {
+		lo = min(lo, cur/cs)
+	}
+	var need []int
+	for j := lo; j <= hi; j++ {
+		from, to := j*cs, min((j+1)*cs, cur)
+		if from < to && (off > from || end < to) { // holds bytes the patch leaves
+			if _, ok := k.chunkNow(int(j)); !ok {
+				need = append(need, int(j))
+			}
+		}
+	}
+	if len(need) > 0 {
+		k.wantParts = need
+		return errNeedValue
+	}
+	if k.op != opEdit {
+		k.op, k.edits, k.elen, k.expireAt = opEdit, map[int][]byte{}, cur, exp
+	}
+	var zeros []byte
+	for j := lo; j <= hi; j++ {
+		from, curTo, newTo := j*cs, min((j+1)*cs, cur), min((j+1)*cs, newLen)
+		ps, pe := max(off, from), min(end, newTo)
+		if from >= curTo && ps >= pe {
+			// A chunk of the gap SETRANGE leaves past the old end: zeros, shared (every
+			// write to a chunk makes a new one).
+			if zeros == nil {
+				zeros = make([]byte, cs)
+			}
+			k.edits[int(j)] = zeros[:newTo-from]
+			continue
+		}
+		c := make([]byte, newTo-from)
+		if from < curTo {
+			old, _ := k.chunkNow(int(j))
+			copy(c, old)
+		}
+		if ps < pe {
+			copy(c[ps-from:], patch[ps-off:pe-off])
+		}
+		k.edits[int(j)] = c
+	}
+	k.elen, k.vtype = newLen, vtype
+	return nil
+}
+
+// manValid reports whether the manifest read earlier is the one the key's entry points at.
+func (k *txKey) manValid() bool { return k.man != nil && k.manLoc == k.entry.loc() }
+
+// chunkNow returns chunk j of the key's chunked value as the transaction sees it: edited, or
+// read earlier.
+func (k *txKey) chunkNow(j int) ([]byte, bool) {
+	if c, ok := k.edits[j]; ok {
+		return c, true
+	}
+	c, ok := k.parts[j]
+	return c, ok
 }
 
 // Delete removes key i and reports whether it existed.
@@ -122,7 +266,7 @@ func (tx *Tx) Delete(i int) bool {
 	if existed || k.op == opPut {
 		k.op = opDelete
 	}
-	k.found = false
+	k.found, k.edits = false, nil
 	return existed
 }
 
@@ -137,7 +281,7 @@ func (tx *Tx) SetExpire(i int, expireAt int64) {
 		return
 	}
 	switch k.op {
-	case opPut:
+	case opPut, opEdit:
 		k.expireAt = expireAt
 	default:
 		k.op, k.expireAt = opExpire, expireAt
@@ -177,18 +321,24 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		var pend []*pendingRead
 		var want []*txKey
 		for _, k := range tx.uniq {
-			if !k.wantValue || !k.found || k.cacheValid() {
-				continue
+			if !k.found || !k.wants() || k.entry.chunked() && k.manValid() {
+				continue // a chunked value's chunks are read after its manifest (fetch)
 			}
 			p := &pendingRead{}
 			k.shard.prepareLocked(p, &k.entry, k.db, k.key)
 			pend = append(pend, p)
 			want = append(want, k)
 		}
+		var chunked []*txKey
+		for _, k := range tx.uniq {
+			if k.found && k.wants() && k.entry.chunked() {
+				chunked = append(chunked, k)
+			}
+		}
 		if !holding {
 			unlockAll(shards)
 		}
-		if err := ks.fetch(pend, want); err != nil {
+		if err := ks.fetch(pend, want, chunked, holding); err != nil {
 			if holding {
 				unlockAll(shards)
 			}
@@ -206,8 +356,11 @@ func unlockAll(shards []*shard) {
 	}
 }
 
-// fetch completes the reads and caches copies of the values in their keys.
-func (ks *Keyspace) fetch(pend []*pendingRead, want []*txKey) error {
+// fetch completes the reads and caches copies of the values in their keys: the records of
+// pend (values, or chunked values' manifests) for want, then what the chunked keys want of
+// their chunks. Without the locks (holding false) a chunk whose segment a collection dropped
+// meanwhile is left out: the next attempt finds the key's entry moved and asks again.
+func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding bool) error {
 	reads := make([]*vlog.Read, 0, len(pend))
 	for _, p := range pend {
 		if p.ready {
@@ -218,22 +371,83 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want []*txKey) error {
 	var first error
 	for j, p := range pend {
 		val, err := ks.value(p)
-		if err == nil {
-			k := want[j]
+		k := want[j]
+		switch {
+		case err != nil:
+		case p.chunked:
+			var m *manifest
+			if m, err = decodeManifest(val, k.shard.cs); err == nil && m.length != int64(k.entry.vlen) {
+				err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, m.length, k.entry.vlen)
+			}
+			if err != nil {
+				err = ks.readErr(err)
+			} else {
+				k.man, k.manLoc, k.parts = m, k.entry.loc(), nil
+			}
+		default:
 			k.cached = append(k.cached[:0], val...)
 			k.cachedLoc, k.haveCached = k.entry.loc(), true
-		} else if first == nil {
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 		if p.ready {
 			p.rd.Release()
 		}
 	}
-	return first
+	if first != nil {
+		return first
+	}
+	for _, k := range chunked {
+		if err := ks.fetchChunks(k); err != nil {
+			if !holding && errors.Is(err, vlog.ErrSegmentGone) {
+				ks.stats.moved.Add(1)
+				continue // the next attempt finds the entry moved, or holds the locks
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchChunks reads what k wants of its chunked value, whose manifest is read: the whole value
+// (into cached), or the chunks WriteAt asked for (into parts).
+func (ks *Keyspace) fetchChunks(k *txKey) error {
+	if !k.manValid() {
+		return nil
+	}
+	m := k.man
+	if k.wantValue && !k.cacheValid() {
+		buf := make([]byte, m.length)
+		if err := ks.readValueRange(k.shard, k.db, k.key, m, 0, m.length, buf); err != nil {
+			return err
+		}
+		k.cached, k.cachedLoc, k.haveCached = buf, k.manLoc, true
+	}
+	var js []int
+	for _, j := range k.wantParts {
+		if _, ok := k.parts[j]; !ok {
+			js = append(js, j)
+		}
+	}
+	if len(js) == 0 {
+		return nil
+	}
+	if k.parts == nil {
+		k.parts = map[int][]byte{}
+	}
+	return ks.readChunks(k.shard, k.db, k.key, m, js, func(i int, b []byte) {
+		k.parts[js[i]] = append([]byte(nil), b...)
+	})
 }
 
 // cacheValid reports whether the value cached by an earlier attempt is the key's value now.
 func (k *txKey) cacheValid() bool { return k.haveCached && k.cachedLoc == k.entry.loc() }
+
+// wants reports whether the attempt asked for data of the key it did not have.
+func (k *txKey) wants() bool {
+	return k.wantValue && !k.cacheValid() || k.wantMan || len(k.wantParts) > 0
+}
 
 func (tx *Tx) setup(keys []Key) {
 	tx.keys = make([]*txKey, len(keys))
@@ -275,6 +489,7 @@ func (tx *Tx) begin() {
 	tx.now = tx.ks.opts.Now()
 	for _, k := range tx.uniq {
 		k.op, k.val, k.wantValue = opNone, nil, false
+		k.wantMan, k.wantParts, k.edits, k.elen = false, nil, nil, 0
 		i, pos, ok := k.shard.ix.find(uint32(k.hash), k.db, k.key)
 		if ok && k.shard.ix.entry(i).expired(tx.now) {
 			k.shard.removeLocked(i, pos)
@@ -299,7 +514,7 @@ func (tx *Tx) commitLocked(se *Session, multiShard bool) error {
 	hasDelete := false
 	for _, k := range tx.uniq {
 		switch k.op {
-		case opPut:
+		case opPut, opEdit:
 			if err := tx.applyLocked(se, k); err != nil {
 				return err
 			}
@@ -350,6 +565,14 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 			return err
 		}
 	}
+	switch {
+	case k.op == opPut && int64(len(k.val)) > MaxValueLen:
+		return errValueTooLong
+	case k.op == opPut && len(k.val) > tx.ks.opts.chunkMin:
+		return tx.putChunkedLocked(se, k, i, found) // chunked.go
+	case k.op == opEdit:
+		return tx.editChunkedLocked(se, k, i, found)
+	}
 	loc, lsn, err := s.log.Append(h, k.key, val)
 	if err != nil {
 		return fmt.Errorf("keyspace: %w", err)
@@ -383,7 +606,7 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	s := ks.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype}
+	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked}
 	if expireAt != 0 && expireAt <= ks.opts.Now() {
 		k.op = opDelete
 	}

@@ -590,3 +590,45 @@ func TestCacheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheNoFill: a bulk read (PrepareReadNoFill, as for every chunk of a large value) takes a
+// cached copy but never adds what it reads from disk.
+func TestCacheNoFill(t *testing.T) {
+	c := newTestCache(t, 4<<20)
+	opts := testOpts(vfs.NewMem(), "/d")
+	opts.Cache = c
+	l, _ := collect(t, opts)
+	defer l.Close()
+	a, _, _ := l.Append(Header{Kind: KindChunk, Version: 1}, []byte("k"), []byte("first"))
+	b, _, _ := l.Append(Header{Kind: KindChunk, Version: 1}, []byte("k"), []byte("second"))
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	n := int(RecordSize(1, 5))
+	read := func(loc Loc, n int, fill bool) string {
+		t.Helper()
+		var r Read
+		prep := l.PrepareReadNoFill
+		if fill {
+			prep = l.PrepareRead
+		}
+		if err := prep(&r, loc, n); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release()
+		Submit(opts.Engine, []*Read{&r})
+		_, _, v, err := DecodeRecord(r.Data)
+		if r.Err != nil || err != nil {
+			t.Fatalf("read: %v %v", r.Err, err)
+		}
+		return string(v)
+	}
+	if v := read(a, n, false); v != "first" || c.Stats().Entries != 0 {
+		t.Fatalf("a bulk read returned %q and left %d entries cached", v, c.Stats().Entries)
+	}
+	read(b, n+1, true) // an ordinary read fills
+	reads := opts.Engine.Stats().Reads
+	if v := read(b, n+1, false); v != "second" || opts.Engine.Stats().Reads != reads || c.Stats().Hits != 1 {
+		t.Fatalf("a bulk read of a cached record: %q, engine reads %d -> %d, %+v", v, reads, opts.Engine.Stats().Reads, c.Stats())
+	}
+}

@@ -8,6 +8,13 @@
 // rebuilds the whole index from the log with no other metadata, and a reader that fetched a
 // record from disk checks its CRC and key before serving a single byte of it.
 //
+// A large value is the exception that proves the rule: its bytes are chunk records (KindChunk),
+// each carrying the key and its offset in the value, and the change itself is one put record,
+// the value's manifest, which names the chunks by location (package keyspace, chunked.go).
+// Chunks precede their manifest in the log, so a manifest that survived a crash has all its
+// chunks. The log treats chunk records as opaque but for their accounting (reclaim.go): replay
+// hands them on like any record, and the keyspace never applies one.
+//
 // # Writing and durability
 //
 // A shard's Log appends records to an in-memory tail and returns a log sequence number (LSN, the
@@ -31,7 +38,8 @@
 //
 // # Reclamation
 //
-// The log keeps per-segment space accounting (live, dead, and which dead bytes may be older puts),
+// The log keeps per-segment space accounting (live, dead, and which dead bytes may be older puts
+// and which are chunks, which never need hiding),
 // reads sealed segments back sequentially, and drops a segment whose file goes once no reader or
 // pin (a replication stream) uses it; see reclaim.go. What to rewrite is decided by the keyspace,
 // which owns the index.

@@ -86,6 +86,12 @@ const MaxSegmentSize = 2 << 30
 // ErrClosed is returned by operations on a closed log.
 var ErrClosed = errors.New("vlog: log closed")
 
+// ErrSegmentGone is returned by a read of a location whose segment the log no longer has
+// (reclamation or FLUSHALL dropped it). A reader that took the location from an index entry
+// that has moved since may simply look again; one whose entry still names it has found
+// corruption.
+var ErrSegmentGone = errors.New("vlog: segment gone")
+
 // WriteError is a failure to write or sync the log (disk full, I/O error). The records stay in
 // memory and the next flush retries them; while the error stands the server refuses writes.
 type WriteError struct {
@@ -173,8 +179,9 @@ type Log struct {
 	rc reclaimState
 }
 
-// ReplayFunc is called by Open for every verified record in log order.
-type ReplayFunc func(loc Loc, h Header, key []byte) error
+// ReplayFunc is called by Open for every verified record in log order. key and val alias
+// replay's buffer and are valid only during the call.
+type ReplayFunc func(loc Loc, h Header, key, val []byte) error
 
 const segSuffix = ".seg"
 

@@ -113,7 +113,7 @@ func TestReplayFromBeyondLog(t *testing.T) {
 		opts.SegmentSize = 1 << 10
 		opts.ReplayFrom = from
 		called := false
-		_, err := Open(opts, func(Loc, Header, []byte) error { called = true; return nil })
+		_, err := Open(opts, func(Loc, Header, []byte, []byte) error { called = true; return nil })
 		if !errors.Is(err, ErrReplayStart) || called {
 			t.Fatalf("from %v (log end %v): err %v, replayed %v", from, end, err, called)
 		}

@@ -31,7 +31,16 @@ type Read struct {
 // PrepareRead sets r up to read the n-byte record at loc. A record still in the tail or in the
 // value cache is copied now and needs no I/O; otherwise the segment is pinned until Release.
 // Records in the tail are never cached: they are in memory already.
-func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
+func (l *Log) PrepareRead(r *Read, loc Loc, n int) error { return l.prepareRead(r, loc, n, true) }
+
+// PrepareReadNoFill is PrepareRead for a bulk read, such as every chunk of a large value: a
+// cached copy is used, but a record read from disk is not added to the value cache, where a
+// single GET of a 100 MB value would push out every hot record.
+func (l *Log) PrepareReadNoFill(r *Read, loc Loc, n int) error {
+	return l.prepareRead(r, loc, n, false)
+}
+
+func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
 	*r = Read{n: n}
 	l.mu.Lock()
 	if l.active != nil && loc.Seg == l.active.id && int64(loc.Off) >= l.tailOff {
@@ -48,7 +57,7 @@ func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
 	seg := l.segs[loc.Seg]
 	if seg == nil {
 		l.mu.Unlock()
-		return fmt.Errorf("vlog: segment %d of shard log %s is gone", loc.Seg, l.opts.Dir)
+		return fmt.Errorf("%w: segment %d of shard log %s", ErrSegmentGone, loc.Seg, l.opts.Dir)
 	}
 	seg.acquire()
 	l.mu.Unlock()
@@ -59,7 +68,9 @@ func (l *Log) PrepareRead(r *Read, loc Loc, n int) error {
 			r.mem, r.Data = b, b
 			return nil
 		}
-		r.cache, r.ckey = c, k
+		if fill {
+			r.cache, r.ckey = c, k
+		}
 	}
 	r.seg = seg
 	off := int64(loc.Off)

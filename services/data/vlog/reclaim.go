@@ -22,12 +22,17 @@ import (
 // does); a removed one may be what hides older versions of its key, since expiry writes no
 // record, so a segment of superseded puts only can go unread.
 //
+// Chunk records (KindChunk, the pieces of a large value) are live when appended, like puts,
+// and the keyspace marks one dead (MarkChunkDead) when no manifest of its key names it any
+// more. Their dead bytes are counted apart again: replay never applies a chunk, so a dead
+// chunk can neither hide nor resurrect anything, and it blocks no tombstone.
+//
 // The split between dead puts and dead non-puts matters because dead puts are what an older
 // segment may resurrect: a tombstone can only be dropped when no older segment still holds a
 // dead put (see MayHoldStaleBefore). Segments that were on disk when the log opened carry no
 // split (replay from a checkpoint does not even read them): after Open the keyspace sets their
 // live bytes from the index (SetLive), and all their dead bytes count as possible dead puts,
-// which only makes reclamation keep tombstones longer.
+// dead chunks included, which only makes reclamation keep tombstones longer.
 //
 // # Dropping
 //
@@ -40,13 +45,15 @@ import (
 
 // segAcct is one segment's space accounting, guarded by the log's mu.
 //
-// Invariant: 0 <= expire <= nonPut, 0 <= removed, nonPut+removed <= dead <= size, where size
-// is the segment's size (segSizeLocked).
+// Invariant: 0 <= expire <= nonPut, 0 <= removed, 0 <= chunk, nonPut+chunk+removed <= dead <=
+// size, where size is the segment's size (segSizeLocked).
 type segAcct struct {
 	dead int64 // bytes of records no index entry points at
-	// nonPut is the part of dead that is records other than puts, appended since the log
-	// opened. The rest of dead may be puts: older versions of keys.
+	// nonPut is the part of dead that is records other than puts and chunks, appended since
+	// the log opened. The rest of dead, less chunk, may be puts: older versions of keys.
 	nonPut int64
+	// chunk is the part of dead known to be chunk records (marked by MarkChunkDead).
+	chunk int64
 	// expire is the part of nonPut that is expire records. Unlike tombstones, an expire
 	// record of a live key may have to be kept whatever older segments hold.
 	expire int64
@@ -61,7 +68,7 @@ type segAcct struct {
 
 // appended accounts for a record of kind k and n bytes appended to the segment.
 func (a *segAcct) appended(k Kind, n int64) {
-	if k != KindPut {
+	if k != KindPut && k != KindChunk {
 		a.dead += n
 		a.nonPut += n
 	}
@@ -102,19 +109,33 @@ func (l *Log) segSizeLocked(s *segment) int64 {
 // MarkDead records that the index no longer points at the n-byte put record at loc because a
 // newer record of the key superseded it. Every record must be marked at most once (by MarkDead
 // or MarkRemoved); a location in a segment that is gone is ignored.
-func (l *Log) MarkDead(loc Loc, n int64) { l.markDead(loc, n, false) }
+func (l *Log) MarkDead(loc Loc, n int64) { l.markDead(loc, n, deadSuperseded) }
 
 // MarkRemoved is MarkDead for a put whose key was removed (deleted, expired, flushed): the
 // record is the key's newest.
-func (l *Log) MarkRemoved(loc Loc, n int64) { l.markDead(loc, n, true) }
+func (l *Log) MarkRemoved(loc Loc, n int64) { l.markDead(loc, n, deadRemoved) }
 
-func (l *Log) markDead(loc Loc, n int64, removed bool) {
+// MarkChunkDead records that no manifest of its key names the n-byte chunk record at loc any
+// more. Like MarkDead, at most once per record; a location in a segment that is gone is ignored.
+func (l *Log) MarkChunkDead(loc Loc, n int64) { l.markDead(loc, n, deadChunk) }
+
+// Why a record died, for markDead.
+const (
+	deadSuperseded = iota
+	deadRemoved
+	deadChunk
+)
+
+func (l *Log) markDead(loc Loc, n int64, why int) {
 	l.mu.Lock()
 	if s := l.segs[loc.Seg]; s != nil {
 		n = min(n, l.segSizeLocked(s)-s.acct.dead)
 		s.acct.dead += n
-		if removed {
+		switch why {
+		case deadRemoved:
 			s.acct.removed += n
+		case deadChunk:
+			s.acct.chunk += n
 		}
 	}
 	l.mu.Unlock()
@@ -140,7 +161,8 @@ func (l *Log) SetLive(live map[uint32]int64) {
 		s.acct.dead = max(0, size-live[id])
 		s.acct.nonPut = min(s.acct.nonPut, s.acct.dead)
 		s.acct.expire = min(s.acct.expire, s.acct.nonPut)
-		s.acct.removed = s.acct.dead - s.acct.nonPut // causes unknown
+		s.acct.chunk = min(s.acct.chunk, s.acct.dead-s.acct.nonPut)
+		s.acct.removed = s.acct.dead - s.acct.nonPut - s.acct.chunk // causes unknown
 	}
 	l.mu.Unlock()
 }
@@ -153,6 +175,10 @@ type SegmentStat struct {
 	// Stale is the part of Dead that may be put records: older versions of keys, which a
 	// tombstone in a later segment may still have to hide.
 	Stale int64
+	// Chunks is the part of Dead known to be chunk records: they hide nothing and nothing can
+	// resurrect them, so they always go. Dead-Stale-Chunks are tombstones, expire and flush
+	// records.
+	Chunks int64
 	// Expire is the part of Dead known to be expire records, and Removed the part of Stale
 	// that may be puts of removed keys (not superseded): exact for segments created since
 	// the log opened, which are the only ones whose appends it saw.
@@ -186,7 +212,8 @@ func (l *Log) SegmentStats() []SegmentStat {
 func (l *Log) statLocked(id uint32, s *segment) SegmentStat {
 	return SegmentStat{
 		ID: id, Size: l.segSizeLocked(s), Dead: s.acct.dead,
-		Stale: s.acct.dead - s.acct.nonPut, Expire: s.acct.expire, Removed: s.acct.removed,
+		Stale: s.acct.dead - s.acct.nonPut - s.acct.chunk, Chunks: s.acct.chunk,
+		Expire: s.acct.expire, Removed: s.acct.removed,
 		Active: s == l.active,
 	}
 }
@@ -245,7 +272,7 @@ func (l *Log) MayHoldStaleBefore(id uint32) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for sid, s := range l.segs {
-		if sid < id && s.acct.dead > s.acct.nonPut {
+		if sid < id && s.acct.dead > s.acct.nonPut+s.acct.chunk {
 			return true
 		}
 	}

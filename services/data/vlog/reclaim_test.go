@@ -2,6 +2,7 @@ package vlog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -291,5 +292,78 @@ func TestDropSegmentWaitsForReaders(t *testing.T) {
 	c := mem.CrashClone()
 	if _, err := c.Stat(path1); err == nil {
 		t.Fatal("dropped segment survives a crash")
+	}
+}
+
+// TestChunkAccounting follows chunk records through the accounting: live when appended, like a
+// put; dead through MarkChunkDead, counted in Chunks and not in Stale, so that dead chunks never
+// keep a tombstone alive (MayHoldStaleBefore); SetLive keeps the known split.
+func TestChunkAccounting(t *testing.T) {
+	opts := testOpts(vfs.NewMem(), "/log")
+	opts.SegmentSize = 4 << 10
+	l, _ := collect(t, opts)
+	defer l.Close()
+	chunk := func(off int64) Loc {
+		return mustAppend(t, l, Header{Kind: KindChunk, Version: 1, ExpireAt: off}, []byte("k"), bytes.Repeat([]byte("c"), 64))
+	}
+	c0, c1 := chunk(0), chunk(64)
+	n := RecordSize(1, 64)
+	man := mustAppend(t, l, Header{Kind: KindPut, Version: 1, VType: 0x20}, []byte("k"), make([]byte, 32))
+	st := segStat(t, l, c0.Seg)
+	if st.Dead != 0 || st.Chunks != 0 || st.Size != 2*n+RecordSize(1, 32) {
+		t.Fatalf("after appending chunks and a manifest: %+v", st)
+	}
+	l.MarkChunkDead(c0, n)
+	st = segStat(t, l, c0.Seg)
+	if st.Dead != n || st.Chunks != n || st.Stale != 0 || st.Removed != 0 {
+		t.Fatalf("after MarkChunkDead: %+v", st)
+	}
+	if l.MayHoldStaleBefore(c0.Seg + 1) {
+		t.Fatal("a dead chunk makes MayHoldStaleBefore true: it would keep tombstones alive")
+	}
+	l.MarkDead(man, RecordSize(1, 32)) // the manifest is a put: stale once dead
+	if !l.MayHoldStaleBefore(c0.Seg + 1) {
+		t.Fatal("a dead manifest must count as a dead put")
+	}
+	l.MarkChunkDead(c1, n)
+	st = segStat(t, l, c0.Seg)
+	if st.Live() != 0 || st.Chunks != 2*n || st.Stale != RecordSize(1, 32) {
+		t.Fatalf("all dead: %+v", st)
+	}
+	// SetLive after a restart: known chunk bytes stay chunks, the rest of unknown cause.
+	l.SetLive(map[uint32]int64{})
+	st = segStat(t, l, c0.Seg)
+	if st.Dead != st.Size || st.Chunks != 2*n || st.Stale != st.Size-2*n {
+		t.Fatalf("after SetLive: %+v", st)
+	}
+	l.MarkChunkDead(Loc{Seg: 999}, 10) // a segment that does not exist: ignored
+}
+
+// TestChunkReplayAndReads: replay hands chunk records on with their payload like any record,
+// and a read of a location whose segment was dropped fails with ErrSegmentGone.
+func TestChunkReplayAndReads(t *testing.T) {
+	opts := testOpts(vfs.NewMem(), "/log")
+	opts.SegmentSize = 512
+	l, _ := collect(t, opts)
+	c := mustAppend(t, l, Header{Kind: KindChunk, DB: 2, Version: 7, ExpireAt: 8192}, []byte("key"), []byte("chunk bytes"))
+	for l.Stats().Segments < 3 {
+		mustAppend(t, l, Header{Kind: KindPut, Version: 8}, []byte("fill"), make([]byte, 200))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, recs := collect(t, opts)
+	defer l.Close()
+	if r := recs[0]; r.loc != c || r.h.Kind != KindChunk || r.h.DB != 2 || r.h.ExpireAt != 8192 || r.key != "key" || string(r.val) != "chunk bytes" {
+		t.Fatalf("replayed %+v", r)
+	}
+	if v, err := readRecord(t, l, c, int(RecordSize(3, 11))); err != nil || string(v) != "chunk bytes" {
+		t.Fatalf("read: %q %v", v, err)
+	}
+	if err := l.DropSegment(c.Seg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRecord(t, l, c, int(RecordSize(3, 11))); !errors.Is(err, ErrSegmentGone) {
+		t.Fatalf("read of a dropped segment: %v, want ErrSegmentGone", err)
 	}
 }

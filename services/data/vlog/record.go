@@ -22,6 +22,13 @@ const (
 	KindFlushDB Kind = 4
 	// KindFlushAll removes every key older than the record.
 	KindFlushAll Kind = 5
+	// KindChunk is one segment of a large value: a piece of the payload of the key's chunked
+	// put (its manifest, see keyspace/chunked.go), which names it by location. A chunk record
+	// does nothing to its key by itself: replay hands it on and the keyspace ignores it, so a
+	// dead chunk can never hide or resurrect anything. It carries the key and database so that
+	// a reader can check it belongs to the key and the collector can find the key that owns it;
+	// its expire-at field holds the chunk's byte offset in the value instead of a time.
+	KindChunk Kind = 6
 )
 
 func (k Kind) String() string {
@@ -36,6 +43,8 @@ func (k Kind) String() string {
 		return "flushdb"
 	case KindFlushAll:
 		return "flushall"
+	case KindChunk:
+		return "chunk"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -50,7 +59,7 @@ func (k Kind) String() string {
 //	8  keyLen   uint32
 //	12 valLen   uint32
 //	16 version  uint64
-//	24 expireAt int64   unix milliseconds, 0 = no expiry
+//	24 expireAt int64   unix milliseconds, 0 = no expiry (a chunk's offset in its value)
 //	32 key, then value
 const HeaderSize = 32
 
@@ -120,7 +129,7 @@ func DecodeHeader(b []byte) (Header, error) {
 		Version:  binary.LittleEndian.Uint64(b[16:]),
 		ExpireAt: int64(binary.LittleEndian.Uint64(b[24:])),
 	}
-	if h.Kind < KindPut || h.Kind > KindFlushAll {
+	if h.Kind < KindPut || h.Kind > KindChunk {
 		return Header{}, fmt.Errorf("%w: bad kind %d", ErrCorrupt, h.Kind)
 	}
 	if h.Size() > MaxRecordSize {

@@ -30,9 +30,9 @@ func (l *Log) replaySegment(id uint32, from int64, last bool, fn ReplayFunc) (in
 	sc := &scanner{f: f, size: size}
 	off := from
 	for off < size {
-		h, key, err := sc.record(off)
+		h, key, val, err := sc.record(off)
 		if err == nil {
-			if err := fn(Loc{Seg: id, Off: uint32(off)}, h, key); err != nil {
+			if err := fn(Loc{Seg: id, Off: uint32(off)}, h, key, val); err != nil {
 				return 0, err
 			}
 			off += h.Size()
@@ -98,24 +98,23 @@ func (s *scanner) window(off int64, n int) ([]byte, error) {
 	return s.buf, nil
 }
 
-// record decodes and verifies the record at off.
-func (s *scanner) record(off int64) (Header, []byte, error) {
+// record decodes and verifies the record at off. Key and value alias the window.
+func (s *scanner) record(off int64) (Header, []byte, []byte, error) {
 	b, err := s.window(off, HeaderSize)
 	if err != nil {
-		return Header{}, nil, err
+		return Header{}, nil, nil, err
 	}
 	h, err := DecodeHeader(b)
 	if err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
 	if off+h.Size() > s.size {
-		return h, nil, fmt.Errorf("%w: record at %d runs past the end of the segment", ErrCorrupt, off)
+		return h, nil, nil, fmt.Errorf("%w: record at %d runs past the end of the segment", ErrCorrupt, off)
 	}
 	if b, err = s.window(off, int(h.Size())); err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
-	h, key, _, err := DecodeRecord(b)
-	return h, key, err
+	return DecodeRecord(b)
 }
 
 // resync finds the next offset at or after from where a whole record verifies, or the end.
@@ -128,7 +127,7 @@ func (s *scanner) resync(from int64) int64 {
 		if b[4] != recordMagic {
 			continue
 		}
-		if _, _, err := s.record(off); err == nil {
+		if _, _, _, err := s.record(off); err == nil {
 			return off
 		}
 	}

@@ -26,8 +26,8 @@ type rec struct {
 func collect(t *testing.T, opts Options) (*Log, []rec) {
 	t.Helper()
 	var got []rec
-	l, err := Open(opts, func(loc Loc, h Header, key []byte) error {
-		got = append(got, rec{loc: loc, h: h, key: string(key)})
+	l, err := Open(opts, func(loc Loc, h Header, key, val []byte) error {
+		got = append(got, rec{loc: loc, h: h, key: string(key), val: append([]byte(nil), val...)})
 		return nil
 	})
 	if err != nil {
@@ -73,6 +73,7 @@ func TestRecordRoundTrip(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(AppendRecord(nil, Header{Kind: KindPut, Version: 1}, []byte("k"), []byte("v")))
 	f.Add(AppendRecord(nil, Header{Kind: KindFlushAll, Version: 9}, nil, nil))
+	f.Add(AppendRecord(nil, Header{Kind: KindChunk, Version: 3, ExpireAt: 8192}, []byte("k"), []byte("chunk")))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, k, v, err := DecodeRecord(b)

@@ -1,0 +1,892 @@
+package keyspace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// Large strings. A string longer than ChunkThreshold is not one record but ChunkSize chunk
+// records (vlog.KindChunk; the last one shorter) and one manifest, so that GETRANGE, SETRANGE and
+// APPEND read and write only the chunks they touch instead of the whole value.
+//
+// # Records
+//
+// Chunk j of a value holds bytes [j*ChunkSize, min((j+1)*ChunkSize, length)). Its record carries
+// the key and database like any record (a reader checks they are the key's), the chunk's offset
+// in its expire-at field (a reader checks the manifest named the right chunk), and its own CRC.
+// The manifest is an ordinary put record whose type byte has vtChunked set and whose payload is
+//
+//	0  length  uint64   the string's length
+//	8  chunk   uint32   the chunk size (ChunkSize)
+//	12 count   uint32   chunks: ceil(length/chunk)
+//	16 locs    count x (segment uint32, offset uint32): where chunk j lives
+//
+// all little endian: 8 bytes per 8 KiB, about 100 KB for a 100 MB string. Chunks are appended
+// before their manifest, in the same shard log, so the log's prefix durability means that a
+// manifest that survived a crash has all its chunks. Segment ids are never reused, so a
+// (segment, offset) names one record for ever. Replay never applies a chunk record (it is
+// reachable only through a manifest), so a dead chunk can neither hide nor resurrect anything.
+//
+// The index entry of a chunked value points at its manifest, carries flagChunked (checkpoints
+// carry it as vtChunked in the entry's type byte) and keeps the logical length in vlen, so STRLEN,
+// TYPE and SCAN need no disk read; the manifest's own record size follows from the length and
+// the chunk size (shard.recLen), which is what accounting and reads use.
+//
+// # Reads and writes
+//
+// GET reads the manifest, then every chunk in batches of readBatch reads through the engine.
+// GETRANGE reads the manifest and only the chunks overlapping the range. SETRANGE and APPEND
+// (Tx.WriteAt) read the manifest and only the edge chunks the patch overwrites in part, write the
+// chunks it changes and a new manifest that reuses every untouched chunk's location. So each
+// edit also rewrites the manifest, about 0.1% of the value (100 KB for 100 MB): accepted,
+// because it keeps one record per value in the index and a manifest that is checked whole by
+// its CRC. A value edited in place never shrinks; SET replaces it whole, chunked again or not
+// by its new length, so strings cross the threshold both ways naturally.
+//
+// A reader takes the manifest's location under the shard's read lock, but the chunks' only after
+// reading the manifest, when a collection may have moved them and dropped their segment: such a
+// read fails with vlog.ErrSegmentGone, and the reader looks again if the key's entry has moved.
+//
+// # Space accounting
+//
+// A chunk record is live from its append until no manifest of its key names it; the log counts
+// dead chunks apart (vlog.Log.MarkChunkDead), because they never hide anything and so never keep
+// a tombstone alive. When a new manifest replaces an old one in a commit that has both (an
+// edit, a collector move), the old manifest and exactly the chunks the new one no longer names
+// are marked dead there. When a chunked key is removed or overwritten without its manifest in
+// hand (DEL, SET over it, expiry, FLUSHDB, RENAME over it, ...), the manifest's location joins
+// the shard's queue of dead manifests (markDeadLocked), and the collector reads each one and
+// marks its chunks dead (drainLocked) before it picks a segment, and again before it drops one.
+// A segment holding a queued manifest is not dropped until the queue has been read; FLUSHALL
+// and a FLUSHDB that empties a shard mark everything dead at once and clear the queue, and a
+// read that was in flight then discards what it read (flushGen). After Open the live bytes are
+// recomputed from the index, which reads the manifests of the chunked values (indexLiveLocked):
+// only chunked keys pay for that.
+//
+// # Reclamation
+//
+// A chunk in a segment being collected is live if and only if its key's current manifest names
+// exactly its location. The collector notes the keys whose chunks (or live manifest) it finds
+// in the segment and then, per key, reads the manifest and the chunks it names in the segment,
+// relocateRound at a time so that memory stays bounded, appends their copies under the shard
+// lock while the key's entry still points at that manifest, and last, by the same
+// compare-and-swap as every move, one new manifest (same version and type, current expire-at)
+// naming them (relocateChunked). Copies of a value that changed meanwhile are marked dead.
+//
+// Moving a key's chunks kills its old manifest, which usually lies in another segment. With
+// manifests large against segments (1 MiB segments and 512 MB strings: 512 KB manifests) that
+// could make the other segment worth collecting, and two segments could hand a value's chunks
+// back and forth for ever. So a collection the policy chose goes ahead only if the manifests it
+// would kill elsewhere weigh less than half the dead bytes it frees (planRelocation); otherwise it
+// is deferred until the segment holds more garbage. Every collection the policy completes then
+// lowers the dead bytes on disk, and the collector settles. At the default 64 MiB segments no
+// manifest (4 MB at most) comes near that.
+//
+// # Why 64 KiB
+//
+// ChunkThreshold trades the two costs. Below it a value is one record: GET is one read and one
+// round trip, and an edit rewrites at most 64 KiB, about what an edit of a 64 MB chunked value
+// costs in manifest alone. Above it a GET costs a round trip more (manifest, then chunks), which
+// the transfer time of such a value dwarfs, and an edit costs its edge chunks plus 8 bytes per
+// chunk. On NVMe a 64 KiB read takes little longer than a 4 KiB one, so chunking smaller values
+// (the design's first sketch said 8 KiB) would add a round trip to every GET of them to save
+// little. The chunk size stays 8 KiB: the unit a range read or an edit pays.
+//
+// Rejected: a run-length manifest (one entry per run of adjacent chunks), far smaller for a
+// value written once, but its size would no longer follow from the length, and the index has no
+// room to hold it; a manifest read in part (only the locations a range needs), which could not
+// be verified by its CRC.
+const (
+	// ChunkSize is the size of a chunk of a large string.
+	ChunkSize = 8 << 10
+	// ChunkThreshold is the length above which a string is stored in chunks.
+	ChunkThreshold = 64 << 10
+	// MaxValueLen is the longest value the index can describe (its length is 32 bits).
+	MaxValueLen = math.MaxUint32
+
+	// vtChunked marks a chunked value in a record's type byte (the manifest's) and in a
+	// checkpoint entry's; Put and Tx.Put clear it from the types they are given.
+	vtChunked uint8 = 0x20
+
+	manifestHeader  = 16
+	manifestLocSize = 8
+	// readBatch bounds the chunk reads submitted to the engine at once (and the buffers they
+	// hold): 256 reads of 8 KiB.
+	readBatch = 256
+	// fillChunks is the most chunks a read may take from disk and still add to the value
+	// cache: a range read of a few chunks may be hot, a GET of 100 MB would only evict.
+	fillChunks = 8
+	// relocateRound bounds the chunks the collector moves under one manifest rewrite.
+	relocateRound = 512
+	// readRetries bounds how often a reader looks again after the chunks it was reading moved.
+	readRetries = 100
+)
+
+var errValueTooLong = fmt.Errorf("keyspace: value longer than %d bytes", int64(MaxValueLen))
+
+// manifest is a chunked value's manifest.
+type manifest struct {
+	length int64      // the value's length
+	chunk  int        // chunk size
+	locs   []vlog.Loc // chunk j's record
+}
+
+func chunkCount(length int64, chunk int) int {
+	return int((length + int64(chunk) - 1) / int64(chunk))
+}
+
+// manifestSize is the payload size of the manifest of a length-byte value.
+func manifestSize(length int64, chunk int) int {
+	return manifestHeader + manifestLocSize*chunkCount(length, chunk)
+}
+
+// span is the byte range of the value that chunk j holds.
+func (m *manifest) span(j int) (from, to int64) {
+	from = int64(j) * int64(m.chunk)
+	return from, min(from+int64(m.chunk), m.length)
+}
+
+// spanLen is chunk j's length.
+func (m *manifest) spanLen(j int) int {
+	from, to := m.span(j)
+	return int(to - from)
+}
+
+// chunkRecSize is the size of chunk j's record for a key of keyLen bytes.
+func (m *manifest) chunkRecSize(keyLen, j int) int64 { return vlog.RecordSize(keyLen, m.spanLen(j)) }
+
+func (m *manifest) encode(dst []byte) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(m.length))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.chunk))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.locs)))
+	for _, l := range m.locs {
+		dst = binary.LittleEndian.AppendUint32(dst, l.Seg)
+		dst = binary.LittleEndian.AppendUint32(dst, l.Off)
+	}
+	return dst
+}
+
+// decodeManifestHeader checks a manifest payload's shape (chunk size, count, size) and returns
+// the value's length.
+func decodeManifestHeader(b []byte, chunk int) (int64, error) {
+	if len(b) < manifestHeader {
+		return 0, fmt.Errorf("%w: manifest of %d bytes", vlog.ErrCorrupt, len(b))
+	}
+	length := int64(binary.LittleEndian.Uint64(b))
+	cs := int(binary.LittleEndian.Uint32(b[8:]))
+	count := int(binary.LittleEndian.Uint32(b[12:]))
+	switch {
+	case cs != chunk:
+		return 0, fmt.Errorf("%w: manifest of %d-byte chunks, this keyspace uses %d", vlog.ErrCorrupt, cs, chunk)
+	case length <= 0 || length > MaxValueLen || count != chunkCount(length, chunk) || len(b) != manifestSize(length, chunk):
+		return 0, fmt.Errorf("%w: manifest of length %d, %d chunks, %d bytes", vlog.ErrCorrupt, length, count, len(b))
+	}
+	return length, nil
+}
+
+func decodeManifest(b []byte, chunk int) (*manifest, error) {
+	length, err := decodeManifestHeader(b, chunk)
+	if err != nil {
+		return nil, err
+	}
+	m := &manifest{length: length, chunk: chunk, locs: make([]vlog.Loc, chunkCount(length, chunk))}
+	p := b[manifestHeader:]
+	for j := range m.locs {
+		m.locs[j] = vlog.Loc{Seg: binary.LittleEndian.Uint32(p), Off: binary.LittleEndian.Uint32(p[4:])}
+		p = p[manifestLocSize:]
+	}
+	return m, nil
+}
+
+func (e *entry) chunked() bool { return e.w0&flagChunked != 0 }
+
+// recLen is the payload length of the record e points at: the value, or a chunked value's
+// manifest.
+func (s *shard) recLen(e *entry) int {
+	if e.chunked() {
+		return manifestSize(int64(e.vlen), s.cs)
+	}
+	return int(e.vlen)
+}
+
+// recSize is the size of the record e points at.
+func (s *shard) recSize(e *entry) int64 { return vlog.RecordSize(len(s.ix.key(e)), s.recLen(e)) }
+
+// recordValueLen returns what the index keeps of a put record: the value's length (for a
+// manifest, the length it describes) and whether the value is chunked.
+func (s *shard) recordValueLen(h vlog.Header, val []byte) (uint32, bool, error) {
+	if h.VType&vtChunked == 0 {
+		return h.ValLen, false, nil
+	}
+	n, err := decodeManifestHeader(val, s.cs)
+	return uint32(n), true, err
+}
+
+// recRead is one record to read.
+type recRead struct {
+	loc vlog.Loc
+	n   int
+}
+
+// readRecords reads the records rs from s's log, readBatch at a time in one engine batch each,
+// and calls each for every one in order, with its bytes (valid during the call) or the error
+// that kept it from being read (an error of the read itself, or vlog.ErrSegmentGone). When
+// each returns an error readRecords stops and returns it. fill says whether records read from
+// disk may be added to the value cache. No lock need be held; the shard's may be.
+func (ks *Keyspace) readRecords(s *shard, rs []recRead, fill bool, each func(i int, rec []byte, err error) error) error {
+	n := min(len(rs), readBatch)
+	rds := make([]vlog.Read, n)
+	ptrs := make([]*vlog.Read, 0, n)
+	perr := make([]error, n)
+	for start := 0; start < len(rs); start += readBatch {
+		batch := rs[start:min(start+readBatch, len(rs))]
+		ptrs = ptrs[:0]
+		for i, r := range batch {
+			if fill {
+				perr[i] = s.log.PrepareRead(&rds[i], r.loc, r.n)
+			} else {
+				perr[i] = s.log.PrepareReadNoFill(&rds[i], r.loc, r.n)
+			}
+			if perr[i] == nil {
+				ptrs = append(ptrs, &rds[i])
+			}
+		}
+		vlog.Submit(ks.opts.Engine, ptrs)
+		var stop error
+		for i := range batch {
+			if stop == nil {
+				var err error
+				switch {
+				case perr[i] != nil:
+					err = perr[i]
+				case rds[i].Err != nil:
+					err = rds[i].Err
+				}
+				if err != nil {
+					stop = each(start+i, nil, err)
+				} else {
+					stop = each(start+i, rds[i].Data, nil)
+				}
+			}
+			if perr[i] == nil {
+				rds[i].Release()
+			}
+		}
+		if stop != nil {
+			return stop
+		}
+	}
+	return nil
+}
+
+// manifestOf verifies that rec is the manifest of (db, key) describing length bytes (any key
+// when key is nil, any length when length < 0) and decodes it.
+func (s *shard) manifestOf(rec []byte, db uint8, key []byte, length int64) (*manifest, vlog.Header, []byte, error) {
+	h, k, val, err := vlog.DecodeRecord(rec)
+	if err != nil {
+		return nil, h, nil, err
+	}
+	if h.Kind != vlog.KindPut || h.VType&vtChunked == 0 || (key != nil && (h.DB != db || !bytes.Equal(k, key))) {
+		return nil, h, nil, fmt.Errorf("%w: index points at a record that is not the key's manifest", vlog.ErrCorrupt)
+	}
+	m, err := decodeManifest(val, s.cs)
+	if err == nil && length >= 0 && m.length != length {
+		err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, m.length, length)
+	}
+	return m, h, k, err
+}
+
+// chunkOf verifies that rec is chunk j of m, a manifest of (db, key), and returns its bytes.
+func chunkOf(rec []byte, db uint8, key []byte, m *manifest, j int) ([]byte, error) {
+	h, k, val, err := vlog.DecodeRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	from, to := m.span(j)
+	if h.Kind != vlog.KindChunk || h.DB != db || !bytes.Equal(k, key) || h.ExpireAt != from || int64(len(val)) != to-from {
+		return nil, fmt.Errorf("%w: manifest names a record that is not its chunk %d", vlog.ErrCorrupt, j)
+	}
+	return val, nil
+}
+
+// readChunks reads chunks js of m, the manifest of (db, key), and calls put with each one's
+// position in js and its bytes (valid during the call).
+func (ks *Keyspace) readChunks(s *shard, db uint8, key []byte, m *manifest, js []int, put func(i int, b []byte)) error {
+	rs := make([]recRead, len(js))
+	for i, j := range js {
+		rs[i] = recRead{loc: m.locs[j], n: int(m.chunkRecSize(len(key), j))}
+	}
+	return ks.readRecords(s, rs, len(js) <= fillChunks, func(i int, rec []byte, err error) error {
+		if err == nil {
+			var b []byte
+			if b, err = chunkOf(rec, db, key, m, js[i]); err == nil {
+				put(i, b)
+				return nil
+			}
+		}
+		if errors.Is(err, vlog.ErrSegmentGone) {
+			return fmt.Errorf("keyspace: %w", err) // the reader decides: moved, or lost
+		}
+		return ks.readErr(err)
+	})
+}
+
+// chunkRange lists the chunks of m overlapping bytes [from, to).
+func (m *manifest) chunkRange(from, to int64) []int {
+	if from >= to {
+		return nil
+	}
+	lo, hi := int(from/int64(m.chunk)), int((to-1)/int64(m.chunk))
+	js := make([]int, 0, hi-lo+1)
+	for j := lo; j <= hi; j++ {
+		js = append(js, j)
+	}
+	return js
+}
+
+// readValueRange reads bytes [from, to) of the value m describes into dst.
+func (ks *Keyspace) readValueRange(s *shard, db uint8, key []byte, m *manifest, from, to int64, dst []byte) error {
+	js := m.chunkRange(from, to)
+	return ks.readChunks(s, db, key, m, js, func(i int, b []byte) {
+		cf, _ := m.span(js[i])
+		lo, hi := max(from, cf), min(to, cf+int64(len(b)))
+		copy(dst[lo-from:], b[lo-cf:hi-cf])
+	})
+}
+
+// appendChunkedLocked appends the chunks js (ascending) of value m of key, whose bytes data
+// gives, then the manifest as a record with header h, and returns the manifest's location and
+// the LSN past it. m.locs must hold the locations of the chunks not in js; those of js are set.
+// If an append fails, the chunks appended are marked dead (no manifest names them) and the
+// error is returned. The shard lock is held.
+func (s *shard) appendChunkedLocked(h vlog.Header, key []byte, m *manifest, js []int, data func(j int) []byte) (vlog.Loc, uint64, error) {
+	ch := vlog.Header{Kind: vlog.KindChunk, DB: h.DB, Version: h.Version}
+	fail := func(done []int, err error) (vlog.Loc, uint64, error) {
+		for _, j := range done {
+			s.log.MarkChunkDead(m.locs[j], m.chunkRecSize(len(key), j))
+		}
+		return vlog.Loc{}, 0, fmt.Errorf("keyspace: %w", err)
+	}
+	for n, j := range js {
+		ch.ExpireAt, _ = m.span(j)
+		loc, _, err := s.log.Append(ch, key, data(j))
+		if err != nil {
+			return fail(js[:n], err)
+		}
+		m.locs[j] = loc
+	}
+	h.VType |= vtChunked
+	loc, lsn, err := s.log.Append(h, key, m.encode(make([]byte, 0, manifestSize(m.length, m.chunk))))
+	if err != nil {
+		return fail(js, err)
+	}
+	return loc, lsn, nil
+}
+
+// putChunkedLocked commits k, a put of a value longer than the threshold: its chunks, then
+// its manifest (see chunked.go). The shard lock is held and the index has room for the key.
+func (tx *Tx) putChunkedLocked(se *Session, k *txKey, i uint32, found bool) error {
+	s := k.shard
+	n := int64(len(k.val))
+	m := &manifest{length: n, chunk: s.cs, locs: make([]vlog.Loc, chunkCount(n, s.cs))}
+	js := make([]int, len(m.locs))
+	for j := range js {
+		js[j] = j
+	}
+	h := vlog.Header{Kind: vlog.KindPut, DB: k.db, VType: k.vtype, ExpireAt: k.expireAt, Version: s.version + 1}
+	loc, lsn, err := s.appendChunkedLocked(h, k.key, m, js, func(j int) []byte {
+		from, to := m.span(j)
+		return k.val[from:to]
+	})
+	s.version++
+	if err != nil {
+		return err
+	}
+	se.note(s.id, lsn)
+	if found {
+		s.markDeadLocked(s.ix.entry(i))
+	}
+	v := valueRef{vtype: k.vtype | vtChunked, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(n)}
+	_, _, err = s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v)
+	return err
+}
+
+// editChunkedLocked commits k's edit of its chunked value (Tx.WriteAt): the chunks it changed,
+// then a manifest naming them and every unchanged chunk of the old one. The old manifest and
+// the chunks it no longer names are dead now. The shard lock is held.
+func (tx *Tx) editChunkedLocked(se *Session, k *txKey, i uint32, found bool) error {
+	s := k.shard
+	if !found || !s.ix.entry(i).chunked() || s.ix.entry(i).loc() != k.manLoc {
+		// Update holds the shard locks from the attempt's start to its commit.
+		return fmt.Errorf("keyspace: internal error: edit of %q committed over a changed value", k.key)
+	}
+	base := k.man
+	m := &manifest{length: k.elen, chunk: base.chunk, locs: make([]vlog.Loc, chunkCount(k.elen, base.chunk))}
+	copy(m.locs, base.locs)
+	js := make([]int, 0, len(k.edits))
+	for j := range k.edits {
+		js = append(js, j)
+	}
+	slices.Sort(js)
+	h := vlog.Header{Kind: vlog.KindPut, DB: k.db, VType: k.vtype, ExpireAt: k.expireAt, Version: s.version + 1}
+	loc, lsn, err := s.appendChunkedLocked(h, k.key, m, js, func(j int) []byte { return k.edits[j] })
+	s.version++
+	if err != nil {
+		return err
+	}
+	se.note(s.id, lsn)
+	e := s.ix.entry(i)
+	s.log.MarkDead(vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e))
+	for _, j := range js {
+		if j < len(base.locs) {
+			s.log.MarkChunkDead(base.locs[j], base.chunkRecSize(len(k.key), j))
+		}
+	}
+	v := valueRef{vtype: k.vtype | vtChunked, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(k.elen)}
+	_, _, err = s.pointLocked(i, true, uint32(k.hash), k.db, k.key, v)
+	return err
+}
+
+// readSlow reads key's value, or the part of it span picks from its length (nil: all of it), and
+// calls fn with it. It serves chunked values (and plain ones, which it may meet when the value
+// changed since the caller looked). It reports whether the key exists; it counts no hit or miss.
+func (ks *Keyspace) readSlow(s *shard, h uint64, db uint8, key []byte, span func(n int) (int, int), fn func(val []byte, m Meta)) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		var p pendingRead
+		s.mu.RLock()
+		i, _, ok := s.ix.find(uint32(h), db, key)
+		if !ok {
+			s.mu.RUnlock()
+			return false, nil
+		}
+		e := s.ix.entry(i)
+		if e.expired(ks.opts.Now()) {
+			s.mu.RUnlock()
+			ks.expireKey(s, h, db, key)
+			return false, nil
+		}
+		m := e.metaOf()
+		mloc := e.loc()
+		s.prepareLocked(&p, e, db, key)
+		s.mu.RUnlock()
+		if p.ready {
+			reads := [1]*vlog.Read{&p.rd}
+			vlog.Submit(ks.opts.Engine, reads[:])
+		}
+		val, err := ks.value(&p)
+		if err == nil && !p.chunked {
+			from, to := 0, len(val)
+			if span != nil {
+				from, to = span(len(val))
+			}
+			fn(val[from:to], m)
+		}
+		var man *manifest
+		if err == nil && p.chunked {
+			man, err = decodeManifest(val, s.cs)
+			if err == nil && man.length != int64(m.Len) {
+				err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, man.length, m.Len)
+			}
+			if err != nil {
+				err = ks.readErr(err)
+			}
+		}
+		if p.ready {
+			p.rd.Release()
+		}
+		if err != nil || !p.chunked {
+			return true, err
+		}
+		from, to := 0, m.Len
+		if span != nil {
+			from, to = span(m.Len)
+		}
+		buf := make([]byte, to-from)
+		err = ks.readValueRange(s, db, key, man, int64(from), int64(to), buf)
+		if errors.Is(err, vlog.ErrSegmentGone) && attempt < readRetries && ks.moved(s, h, db, key, mloc) {
+			ks.stats.moved.Add(1)
+			continue // a collection moved the chunks and dropped their segment: look again
+		}
+		if err != nil {
+			return true, err
+		}
+		fn(buf, m)
+		return true, nil
+	}
+}
+
+// moved reports whether key's entry no longer points at the record at loc.
+func (ks *Keyspace) moved(s *shard, h uint64, db uint8, key []byte, loc uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, _, ok := s.ix.find(uint32(h), db, key)
+	return !ok || s.ix.entry(i).loc() != loc
+}
+
+// GetRange reads part of a key's value and calls fn with it: span gets the value's length and
+// returns the byte range [from, to) to read (0 <= from <= to <= length). Of a chunked value only
+// the chunks overlapping the range are read. It reports whether the key exists; an expired key
+// does not.
+func (ks *Keyspace) GetRange(db int, key []byte, span func(n int) (from, to int), fn func(part []byte, m Meta)) (bool, error) {
+	h := ks.hash(uint8(db), key)
+	found, err := ks.readSlow(ks.shardOf(h), h, uint8(db), key, span, fn)
+	if found {
+		ks.stats.hits.Add(1)
+	} else {
+		ks.stats.misses.Add(1)
+	}
+	return found, err
+}
+
+// deadManifest is a queued manifest of a chunked value that was removed or overwritten: its
+// chunks are still counted live until the collector reads it (drainLocked).
+type deadManifest struct {
+	loc vlog.Loc
+	n   int64 // the record's size
+}
+
+// queueDeadLocked queues the manifest e points at, which the index just stopped pointing at.
+func (s *shard) queueDeadLocked(e *entry, n int64) {
+	s.deadMans = append(s.deadMans, deadManifest{loc: vlog.Loc{Seg: e.seg, Off: e.off}, n: n})
+}
+
+// queuedInLocked reports whether a queued dead manifest lies in segment id.
+func (s *shard) queuedInLocked(id uint32) bool {
+	for _, d := range s.deadMans {
+		if d.loc.Seg == id {
+			return true
+		}
+	}
+	return false
+}
+
+// drainDeadManifests reads the dead manifests queued in s and marks their chunks dead.
+func (ks *Keyspace) drainDeadManifests(s *shard) {
+	ks.rc.mu.Lock()
+	defer ks.rc.mu.Unlock()
+	ks.drainLocked(s)
+}
+
+// drainLocked reads the manifests queued in s when it is called and marks their chunks dead.
+// The collector's mu is held, so no segment is dropped by reclamation meanwhile; FLUSHALL may
+// drop them, but it changes flushGen, and what was read is then discarded (the flush counted
+// every chunk dead already). A manifest that could not be read for an I/O error is queued
+// again; a corrupt one is reported, and its chunks stay counted live until the next start.
+func (ks *Keyspace) drainLocked(s *shard) {
+	s.mu.Lock()
+	q, gen := s.deadMans, s.flushGen
+	s.deadMans = nil
+	s.mu.Unlock()
+	if len(q) == 0 {
+		return
+	}
+	type deadChunk struct {
+		loc vlog.Loc
+		n   int64
+	}
+	for start := 0; start < len(q); start += readBatch {
+		batch := q[start:min(start+readBatch, len(q))]
+		rs := make([]recRead, len(batch))
+		for i, d := range batch {
+			rs[i] = recRead{loc: d.loc, n: int(d.n)}
+		}
+		var dead []deadChunk
+		var again []deadManifest
+		ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+			var m *manifest
+			var key []byte
+			if err == nil {
+				m, _, key, err = s.manifestOf(rec, 0, nil, -1)
+			}
+			switch {
+			case err == nil:
+				for j, loc := range m.locs {
+					dead = append(dead, deadChunk{loc, m.chunkRecSize(len(key), j)})
+				}
+			case errors.Is(err, vlog.ErrSegmentGone):
+				// FLUSHALL dropped it (flushGen tells), or something is badly wrong.
+				ks.log.Debug("dead manifest's segment is gone", "shard", s.id, "segment", batch[i].loc.Seg)
+			case isCorrupt(err):
+				ks.readErr(err)
+				ks.log.Error("dead manifest unreadable: its chunks stay counted live until a restart", "shard", s.id, "segment", batch[i].loc.Seg, "offset", batch[i].loc.Off)
+			default:
+				again = append(again, batch[i])
+			}
+			return nil
+		})
+		s.mu.Lock()
+		if s.flushGen == gen {
+			for _, d := range dead {
+				s.log.MarkChunkDead(d.loc, d.n)
+			}
+			s.deadMans = append(s.deadMans, again...)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// indexLiveLocked computes the bytes of every segment of s that the index points at: each
+// entry's record and, for a chunked value, the chunks its manifest names (read from the log).
+// A manifest that cannot be read is reported in the error (its chunks are not counted; the key
+// is unreadable anyway). The shard lock is held.
+func (ks *Keyspace) indexLiveLocked(s *shard) (map[uint32]int64, error) {
+	live := map[uint32]int64{}
+	var rs []recRead
+	var idx []uint32
+	for i := uint32(0); i < s.ix.high; i++ {
+		e := s.ix.entry(i)
+		if !e.live() {
+			continue
+		}
+		n := s.recSize(e)
+		live[e.seg] += n
+		if e.chunked() {
+			rs = append(rs, recRead{loc: vlog.Loc{Seg: e.seg, Off: e.off}, n: int(n)})
+			idx = append(idx, i)
+		}
+	}
+	var errs []error
+	ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+		e := s.ix.entry(idx[i])
+		key := s.ix.key(e)
+		var m *manifest
+		if err == nil {
+			m, _, _, err = s.manifestOf(rec, e.db(), key, int64(e.vlen))
+		}
+		if err != nil {
+			if len(errs) < 10 {
+				errs = append(errs, fmt.Errorf("manifest of %d/%q: %w", e.db(), key, err))
+			}
+			return nil
+		}
+		for j, loc := range m.locs {
+			live[loc.Seg] += m.chunkRecSize(len(key), j)
+		}
+		return nil
+	})
+	return live, errors.Join(errs...)
+}
+
+// relocateChunked moves what segment seg holds of the chunked value of (db, key) out of it: the
+// chunks its manifest names there, and the manifest. It reads the manifest, then the chunks in
+// seg relocateRound at a time, appending copies of each round under the shard lock while the
+// key's entry still points at that manifest, and finally, by the same compare-and-swap, one new
+// manifest naming the copies (same version and type, current expire-at); the old manifest and
+// the moved chunks are dead then. One manifest per key and segment: a rewrite per round would
+// kill as many manifests elsewhere (see planRelocation). Copies of a value changed meanwhile are
+// marked dead and the key is tried again.
+func (ks *Keyspace) relocateChunked(s *shard, seg uint32, db uint8, key []byte, limit bool) error {
+	h := ks.hash(db, key)
+	for tries := 0; ; tries++ {
+		if tries > readRetries {
+			return fmt.Errorf("keyspace: reclaim segment %d of shard %d: key %q kept changing", seg, s.id, key)
+		}
+		done, err := ks.relocateOnce(s, seg, h, db, key, limit)
+		if done || err != nil {
+			return err
+		}
+	}
+}
+
+// relocateOnce is one attempt of relocateChunked; done false asks for another.
+func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key []byte, limit bool) (done bool, err error) {
+	s.mu.Lock()
+	if !s.log.HasSegment(seg) {
+		s.mu.Unlock()
+		return true, nil // FLUSHALL dropped it
+	}
+	i, pos, ok := s.ix.find(uint32(h), db, key)
+	if !ok || !s.ix.entry(i).chunked() {
+		s.mu.Unlock()
+		return true, nil
+	}
+	e := s.ix.entry(i)
+	if e.expired(ks.opts.Now()) {
+		s.removeLocked(i, pos)
+		ks.stats.expired.Add(1)
+		s.mu.Unlock()
+		return true, nil
+	}
+	mloc, mn, length, gen := vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e), int64(e.vlen), s.flushGen
+	wantLoc := e.loc()
+	s.mu.Unlock()
+
+	var man *manifest
+	var mh vlog.Header
+	err = ks.readRecords(s, []recRead{{loc: mloc, n: int(mn)}}, false, func(_ int, rec []byte, err error) error {
+		if err == nil {
+			man, mh, _, err = s.manifestOf(rec, db, key, length)
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, vlog.ErrSegmentGone) && ks.moved(s, h, db, key, wantLoc):
+		return false, nil // changed meanwhile
+	case isCorrupt(err):
+		// The value is unreadable: its chunks stay, and the segment is left alone
+		// (reclaimSegment finds it still live).
+		ks.readErr(err)
+		return true, nil
+	default:
+		return true, err
+	}
+	ks.rc.scanned.Add(uint64(mn))
+	var js []int
+	for j, l := range man.locs {
+		if l.Seg == seg {
+			js = append(js, j)
+		}
+	}
+	if len(js) == 0 && mloc.Seg != seg {
+		return true, nil // nothing of it here (any more)
+	}
+	klen := len(key)
+	copies := make([]vlog.Loc, 0, len(js))
+	// abandon marks the copies made dead (nothing names them), unless a flush counted every
+	// record dead since they were made. The shard lock is held.
+	abandon := func() {
+		if s.flushGen == gen {
+			for n, loc := range copies {
+				s.log.MarkChunkDead(loc, man.chunkRecSize(klen, js[n]))
+			}
+		}
+	}
+	var lsn uint64
+	for start := 0; start < len(js); start += relocateRound {
+		round := js[start:min(start+relocateRound, len(js))]
+		chunks := make([][]byte, len(round))
+		var read int64
+		err := ks.readChunks(s, db, key, man, round, func(i int, b []byte) {
+			chunks[i] = append([]byte(nil), b...)
+			read += man.chunkRecSize(klen, round[i])
+		})
+		ks.rc.scanned.Add(uint64(read))
+		s.mu.Lock()
+		if err != nil || !ks.pointsAtLocked(s, h, db, key, wantLoc) {
+			abandon()
+			s.mu.Unlock()
+			switch {
+			case err == nil:
+				return false, nil // changed meanwhile
+			case isCorrupt(err):
+				return true, nil // reported by the read; as above
+			case errors.Is(err, vlog.ErrSegmentGone) && ks.moved(s, h, db, key, wantLoc):
+				return false, nil
+			}
+			return true, err
+		}
+		ch := vlog.Header{Kind: vlog.KindChunk, DB: db, Version: mh.Version}
+		var written int64
+		for n, j := range round {
+			ch.ExpireAt, _ = man.span(j)
+			loc, l, err := s.log.Append(ch, key, chunks[n])
+			if err != nil {
+				abandon()
+				s.mu.Unlock()
+				return true, fmt.Errorf("keyspace: %w", err)
+			}
+			copies, lsn = append(copies, loc), l
+			written += man.chunkRecSize(klen, j)
+		}
+		s.mu.Unlock()
+		ks.rc.moved.Add(uint64(written))
+		if err := s.log.Flush(lsn, false); err != nil {
+			return true, err
+		}
+		if limit {
+			if err := ks.throttle(read + written); err != nil {
+				return true, err
+			}
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ks.pointsAtLocked(s, h, db, key, wantLoc) {
+		abandon()
+		return false, nil // changed meanwhile: read the new manifest
+	}
+	nm := &manifest{length: man.length, chunk: man.chunk, locs: slices.Clone(man.locs)}
+	for n, j := range js {
+		nm.locs[j] = copies[n]
+	}
+	e = s.ix.entry(i)
+	mh.ExpireAt = e.expireAt
+	loc, lsn, err := s.appendChunkedLocked(mh, key, nm, nil, nil)
+	if err != nil {
+		abandon()
+		return true, err
+	}
+	s.log.MarkDead(mloc, mn)
+	for _, j := range js {
+		s.log.MarkChunkDead(man.locs[j], man.chunkRecSize(klen, j))
+	}
+	e.seg, e.off = loc.Seg, loc.Off
+	ks.rc.moved.Add(uint64(vlog.RecordSize(klen, manifestSize(nm.length, nm.chunk))))
+	return true, s.log.Flush(lsn, false)
+}
+
+// pointsAtLocked reports whether key's entry is live and points at the record at loc.
+func (ks *Keyspace) pointsAtLocked(s *shard, h uint64, db uint8, key []byte, loc uint64) bool {
+	i, _, ok := s.ix.find(uint32(h), db, key)
+	return ok && s.ix.entry(i).loc() == loc && !s.ix.entry(i).expired(ks.opts.Now())
+}
+
+// planRelocation reads the manifests of the chunked values keys (see rewriteSegment) and
+// returns those that have chunks, or their manifest, in segment seg, with what moving them out
+// would kill elsewhere: the manifest of each that lies in another segment. Collecting seg frees
+// its dead bytes but makes these dead, so a collection whose spill is not well below its gain
+// would make no progress (with manifests large against segments, two segments could hand the
+// same chunks back and forth for ever). A key whose manifest cannot be read is kept, at no cost:
+// relocateChunked sorts it out.
+func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]struct{}) ([]string, int64) {
+	type cand struct {
+		key    string
+		loc    vlog.Loc
+		n      int64
+		length int64
+	}
+	var cands []cand
+	s.mu.Lock()
+	for k := range keys {
+		db, key := k[0], []byte(k[1:])
+		i, _, ok := s.ix.find(uint32(ks.hash(db, key)), db, key)
+		if e := s.ix.entry(i); ok && e.chunked() {
+			cands = append(cands, cand{k, vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e), int64(e.vlen)})
+		}
+	}
+	s.mu.Unlock()
+	rs := make([]recRead, len(cands))
+	for i, c := range cands {
+		rs[i] = recRead{loc: c.loc, n: int(c.n)}
+	}
+	var move []string
+	var spill int64
+	ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+		c := cands[i]
+		ks.rc.scanned.Add(uint64(c.n))
+		var m *manifest
+		if err == nil {
+			m, _, _, err = s.manifestOf(rec, c.key[0], []byte(c.key[1:]), c.length)
+		}
+		here := err != nil || c.loc.Seg == seg
+		for j := 0; m != nil && !here && j < len(m.locs); j++ {
+			here = m.locs[j].Seg == seg
+		}
+		if here {
+			move = append(move, c.key)
+			if err == nil && c.loc.Seg != seg {
+				spill += c.n
+			}
+		}
+		return nil
+	})
+	return move, spill
+}
