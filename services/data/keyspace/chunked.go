@@ -797,13 +797,16 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		}
 		s.mu.Unlock()
 		ks.rc.moved.Add(uint64(written))
-		if err := s.log.Flush(lsn, false); err != nil {
-			return true, err
+		err = s.log.Flush(lsn, false)
+		if err == nil && limit {
+			err = ks.throttle(read + written)
 		}
-		if limit {
-			if err := ks.throttle(read + written); err != nil {
-				return true, err
-			}
+		if err != nil {
+			// No manifest will name the copies made so far.
+			s.mu.Lock()
+			abandon()
+			s.mu.Unlock()
+			return true, err
 		}
 	}
 
@@ -846,7 +849,7 @@ func (ks *Keyspace) pointsAtLocked(s *shard, h uint64, db uint8, key []byte, loc
 // would make no progress (with manifests large against segments, two segments could hand the
 // same chunks back and forth for ever). A key whose manifest cannot be read is kept, at no cost:
 // relocateChunked sorts it out.
-func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]struct{}) ([]string, int64) {
+func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]uint64) ([]string, int64) {
 	type cand struct {
 		key    string
 		loc    vlog.Loc
@@ -857,9 +860,10 @@ func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]struct{
 	s.mu.Lock()
 	for k := range keys {
 		db, key := k[0], []byte(k[1:])
-		i, _, ok := s.ix.find(uint32(ks.hash(db, key)), db, key)
-		if e := s.ix.entry(i); ok && e.chunked() {
-			cands = append(cands, cand{k, vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e), int64(e.vlen)})
+		if i, _, ok := s.ix.find(uint32(ks.hash(db, key)), db, key); ok {
+			if e := s.ix.entry(i); e.chunked() {
+				cands = append(cands, cand{k, vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e), int64(e.vlen)})
+			}
 		}
 	}
 	s.mu.Unlock()

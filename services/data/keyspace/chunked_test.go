@@ -516,6 +516,24 @@ func TestChunkedCrashDuringWrite(t *testing.T) {
 func TestChunkedReclaimCrashEachStep(t *testing.T) {
 	big := func(c byte, n int) string { return strings.Repeat(string(c), n) }
 	runReclaimCases(t, func(o *Options) { o.chunkSize, o.chunkMin = 64, 100 }, []reclaimCase{
+		{"expires-while-moving", func(c *reclaimScenario, ckpt bool) {
+			// The manifest is live when the segment is read and its key expires before
+			// the moves, which writes no record: the older put must stay hidden.
+			c.put(0, "v", "old", 0)
+			s1 := c.seal()
+			c.put(0, "v", big('b', 300), c.clk.After(100))
+			s2 := c.seal()
+			if ckpt {
+				c.checkpoint()
+			}
+			reclaimScanned = func() { c.clk.Advance(200) }
+			defer func() { reclaimScanned = nil }()
+			c.collect(s2)
+			reclaimScanned = nil
+			c.restart()
+			c.collect(s1)
+			c.finish()
+		}},
 		{"live-chunks-moved", func(c *reclaimScenario, ckpt bool) {
 			s0 := c.active()
 			c.put(0, "v", big('a', 700), 0) // 11 chunks over two segments

@@ -68,9 +68,11 @@ import (
 // they are found: the collector notes their keys, and once the whole segment is read it moves,
 // per key, the chunks the key's current manifest names in the segment and the manifest itself
 // (relocateChunked, chunked.go), by the same compare-and-swap. A dead chunk is dropped: it hides
-// nothing. The queue of manifests of removed chunked values is read first (drainLocked), so
-// that their chunks count as dead, and the segment is not dropped while a manifest in it is
-// still queued.
+// nothing. A manifest found live that is no longer the key's newest record once the moves are
+// done (the key expired meanwhile, which writes no record) is kept as a tombstone of its
+// version when the segment is blocked, like the put of any expired key. The queue of manifests
+// of removed chunked values is read first (drainLocked), so that their chunks count as dead, and
+// the segment is not dropped while a manifest in it is still queued.
 //
 // A key found expired is removed on the way, as lazy expiry would; since that may make a put in
 // an older segment dead, "blocked" is asked again after it. A segment created since Open whose
@@ -475,8 +477,9 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 	}
 	defer scan.Close()
 	// The keys of chunked values with chunks, or a live manifest, in the segment: moved once
-	// it is read (chunked.go), by database byte and key.
-	chunked := map[string]struct{}{}
+	// it is read (chunked.go), by database byte and key, with the version of the live
+	// manifest found in the segment (0: chunks only).
+	chunked := map[string]uint64{}
 	for {
 		start := scan.Offset()
 		recs, err := scan.Next(reclaimBatch)
@@ -517,8 +520,17 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 			}
 		}
 	}
+	if reclaimScanned != nil {
+		reclaimScanned()
+	}
 	if len(chunked) == 0 {
 		return nil
+	}
+	s.mu.Lock()
+	gone := !s.log.HasSegment(id)
+	s.mu.Unlock()
+	if gone {
+		return nil // FLUSHALL dropped it
 	}
 	move, spill := ks.planRelocation(s, id, chunked)
 	if gain >= 0 && 2*spill > gain {
@@ -540,22 +552,73 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 			return err
 		}
 	}
+	return ks.keepExpiredManifests(s, id, chunked)
+}
+
+// reclaimScanned, when set (by tests), is called after a collection has read its segment and
+// before it moves chunked values.
+var reclaimScanned func()
+
+// keepExpiredManifests appends a tombstone for each manifest the scan of segment seg found
+// live whose key is no longer live now that the moves are done, when the segment is blocked:
+// the key expired (lazily, actively or during the moves), which writes no record, and the
+// manifest may be what hides an older put of the key in an older segment. A key removed any
+// other way has a newer record of its own (a tombstone or flush record), and one overwritten
+// has a newer put; a tombstone of the older version is harmless then too.
+func (ks *Keyspace) keepExpiredManifests(s *shard, seg uint32, chunked map[string]uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.log.HasSegment(seg) {
+		return nil
+	}
+	now := ks.opts.Now()
+	var lsn uint64
+	for k, v := range chunked {
+		if v == 0 {
+			continue
+		}
+		db, key := k[0], []byte(k[1:])
+		i, pos, ok := s.ix.find(uint32(ks.hash(db, key)), db, key)
+		if ok {
+			if !s.ix.entry(i).expired(now) {
+				continue
+			}
+			s.removeLocked(i, pos)
+			ks.stats.expired.Add(1)
+		}
+		if !ks.blockedLocked(s, seg) {
+			continue
+		}
+		_, n, err := s.log.Append(vlog.Header{Kind: vlog.KindDelete, DB: db, Version: v}, key, nil)
+		if err != nil {
+			return fmt.Errorf("keyspace: %w", err)
+		}
+		lsn = n
+	}
+	if lsn != 0 {
+		// Hand it to the OS now; reclaimSegment syncs before the segment goes.
+		s.mu.Unlock()
+		err := s.log.Flush(lsn, false)
+		s.mu.Lock()
+		return err
+	}
 	return nil
 }
 
 // rewriteBatchLocked handles one batch of records of segment seg (see "Collecting a segment"),
 // adding to chunked the keys of chunked values it leaves to relocateChunked. It returns the
 // bytes appended and the LSN past the last of them (0: none).
-func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record, chunked map[string]struct{}) (int64, uint64, error) {
+func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record, chunked map[string]uint64) (int64, uint64, error) {
 	blocked := ks.blockedLocked(s, seg)
 	now := ks.opts.Now()
 	var written int64
 	var lsn uint64
 	var ck []byte
-	noteChunked := func(db uint8, key []byte) {
+	// noteChunked notes a key for relocation, with version the live manifest's (0: a chunk).
+	noteChunked := func(db uint8, key []byte, version uint64) {
 		ck = append(append(ck[:0], db), key...)
-		if _, ok := chunked[string(ck)]; !ok {
-			chunked[string(ck)] = struct{}{}
+		if v, ok := chunked[string(ck)]; !ok || version > v {
+			chunked[string(ck)] = version
 		}
 	}
 	// liveEntry finds the key's entry, removing it if it has expired. A removal makes the
@@ -582,7 +645,7 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 		case vlog.KindChunk:
 			// Live only if the key's manifest names it, which takes reading the manifest.
 			if e, live := liveEntry(h.DB, r.Key); live && e.chunked() {
-				noteChunked(h.DB, r.Key)
+				noteChunked(h.DB, r.Key, 0)
 			}
 			continue
 		case vlog.KindPut:
@@ -595,7 +658,7 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 					return written, lsn, fmt.Errorf("keyspace: %w: index entry of %d bytes points at a record of %d", vlog.ErrCorrupt, s.recLen(e), h.ValLen)
 				}
 				if e.chunked() {
-					noteChunked(h.DB, r.Key)
+					noteChunked(h.DB, r.Key, h.Version)
 					continue
 				}
 				c := h
