@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,5 +84,46 @@ func TestFlushWriteDoesNotWaitForSync(t *testing.T) {
 	_, recs := collect(t, testOpts(crashed, "/d"))
 	if len(recs) != 21 {
 		t.Fatalf("after a crash %d records, want 21", len(recs))
+	}
+}
+
+// After a failed fdatasync the kernel may have dropped the dirty pages it could not write, so
+// the bytes since the last good sync are written again before the next sync may succeed.
+func TestSyncFailureRewritesUnsyncedBytes(t *testing.T) {
+	mem := vfs.NewMem()
+	var failSync atomic.Bool
+	var writes atomic.Int64
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		switch {
+		case op == vfs.OpSync && failSync.Load():
+			return fmt.Errorf("injected: %w", syscall.EIO)
+		case op == vfs.OpWrite:
+			writes.Add(1)
+		}
+		return nil
+	}))
+	l, _ := collect(t, testOpts(fs, "/d"))
+	defer l.Close()
+	_, lsn, err := l.Append(Header{Kind: KindPut, Version: 1}, []byte("k"), []byte("value"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(lsn, false); err != nil {
+		t.Fatal(err)
+	}
+	failSync.Store(true)
+	if err := l.Flush(lsn, true); err == nil {
+		t.Fatal("sync succeeded with a failing fdatasync")
+	}
+	failSync.Store(false)
+	before := writes.Load()
+	if err := l.Flush(lsn, true); err != nil {
+		t.Fatal(err)
+	}
+	if writes.Load() == before {
+		t.Fatal("the bytes of the failed sync were not written again before the next sync")
+	}
+	if err := l.WriteErr(); err != nil {
+		t.Fatalf("error still standing after a good sync: %v", err)
 	}
 }

@@ -162,6 +162,9 @@ type Log struct {
 	// trimTo is a trim of the tail that a sync finished while a write was in flight: trimming
 	// moves the tail's bytes, under the writer's buffer, so the writer applies it when done.
 	trimTo int64
+	// rewind: a sync failed while a write was in flight; the writer rewinds writtenOff to
+	// syncedOff when done, so the unsynced bytes are written again.
+	rewind bool
 	// writeErr is the last write or sync failure; cleared by the next success. While set, the
 	// server refuses write commands.
 	writeErr error
@@ -306,7 +309,7 @@ func (l *Log) newSegmentLocked(id uint32) error {
 	}
 	l.segs[id] = seg
 	l.active, l.wf = seg, wf
-	l.size, l.writtenOff, l.syncedOff, l.tailOff, l.trimTo = 0, 0, 0, 0, 0
+	l.size, l.writtenOff, l.syncedOff, l.tailOff, l.trimTo, l.rewind = 0, 0, 0, 0, 0, false
 	l.tail = l.tail[:0]
 	return nil
 }
@@ -471,6 +474,9 @@ func (l *Log) leadWriteLocked() error {
 	}
 	l.clearWriteErrLocked("write")
 	l.writtenOff = end
+	if l.rewind { // a sync failed meanwhile (see leadSyncLocked)
+		l.writtenOff, l.rewind = l.syncedOff, false
+	}
 	return nil
 }
 
@@ -486,6 +492,14 @@ func (l *Log) leadSyncLocked() error {
 	l.syncing = false
 	l.cond.Broadcast()
 	if serr != nil {
+		// The kernel may have dropped the pages it failed to write and marked them clean, so
+		// a later sync would report success for bytes that never reached the disk: write
+		// them again from the tail (which still holds them) before the next sync.
+		if l.writing {
+			l.rewind = true
+		} else {
+			l.writtenOff = l.syncedOff
+		}
 		err := &WriteError{Op: "sync", Err: serr}
 		l.setWriteErrLocked(err)
 		return err

@@ -141,8 +141,9 @@ type uringEngine struct {
 	queued     uint32 // SQEs published but not yet passed to io_uring_enter
 	submitting bool
 	// inflight counts reads the kernel accepted and the reaper has not completed. It may
-	// undercount for a moment (a completion can be reaped before enter adds its count), never
-	// overcount, which is the safe side for deferring a submission to the reaper.
+	// undercount for a moment (a completion can be reaped before enter adds its count), the
+	// safe side for deferring a submission to the reaper. It overcounts only while failQueued
+	// completes SQEs the kernel refused, and the submitter doing that re-checks queued itself.
 	inflight int
 
 	fixed     []byte // registered buffers, fixedSlots x fixedSlotSize, off the Go heap
@@ -465,11 +466,18 @@ func (e *uringEngine) drain() {
 			e.submit()
 			return
 		}
-		for ; head != tail; head++ {
-			c := e.cqes[head&*e.cqMask]
-			e.complete(uint32(c.userData), c.res)
+		// Consume the entries before completing them: complete frees a semaphore slot, and
+		// the CQ must have room for every read that slot lets in.
+		var batch [64]cqe
+		n := 0
+		for ; head != tail && n < len(batch); head++ {
+			batch[n] = e.cqes[head&*e.cqMask]
+			n++
 		}
 		atomic.StoreUint32(e.cqHead, head)
+		for _, c := range batch[:n] {
+			e.complete(uint32(c.userData), c.res)
+		}
 	}
 }
 
