@@ -199,6 +199,9 @@ func (s *Server) Conn() net.Conn {
 	return c
 }
 
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Running reports whether the process is still alive.
 func (s *Server) Running() bool {
 	select {

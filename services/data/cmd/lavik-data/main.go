@@ -91,6 +91,10 @@ func run(args []string) int {
 		defer os.Remove(p)
 	}
 
+	if err := setSchedPolicy(cfg.Get("sched-policy")); err != nil {
+		log.Warn("cannot set the scheduling policy; the default stays", "sched-policy", cfg.Get("sched-policy"), "err", err)
+	}
+
 	fsync, _ := vlog.ParseFsync(cfg.Get("appendfsync"))
 	engine, err := vlog.NewEngine(cfg.Get("io-engine"), int(cfg.Int("io-depth")))
 	if err != nil {
