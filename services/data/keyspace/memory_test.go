@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lavikdb/lavik/pkg/schedpolicy"
 )
 
 // TestIndexMemory builds shard indexes of 16-byte keys the way the keyspace does (hash, shard
@@ -215,8 +218,16 @@ func (mi *memIndex) del(id int) bool {
 // request-sized buffer as a server would, with a forced GC every tenth of d, and reports the GC
 // pauses of that time. Then it runs the same goroutines for d without touching the index, as a
 // control: on a machine where other processes compete for the cores, stopping the world waits
-// for descheduled threads, and the control shows how much of the pause that is.
+// for descheduled threads, and the control shows how much of the pause that is. The process's
+// threads run under the scheduling policy lavik-data uses by default (sched-policy batch), or
+// LAVIK_SCHED_POLICY's: under normal, a thread restarting the world after a pause can lose its
+// core to the thread it wakes, which the pause figures then include.
 func (mi *memIndex) workload(t *testing.T, n int, d time.Duration, rssBase int64) {
+	policy := cmp.Or(os.Getenv("LAVIK_SCHED_POLICY"), "batch")
+	if err := schedpolicy.Apply(policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scheduling policy: %s", policy)
 	workers := envInt(t, "LAVIK_INDEX_WORKERS", runtime.GOMAXPROCS(0))
 	var next atomic.Int64
 	next.Store(int64(n))

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/lavikdb/lavik/pkg/schedpolicy"
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
@@ -91,7 +92,7 @@ func run(args []string) int {
 		defer os.Remove(p)
 	}
 
-	if err := setSchedPolicy(cfg.Get("sched-policy")); err != nil {
+	if err := schedpolicy.Apply(cfg.Get("sched-policy")); err != nil {
 		log.Warn("cannot set the scheduling policy; the default stays", "sched-policy", cfg.Get("sched-policy"), "err", err)
 	}
 

@@ -1,4 +1,6 @@
-package main
+// Package schedpolicy sets the Linux scheduling policy of every thread of the process (the
+// sched-policy setting of lavik-data).
+package schedpolicy
 
 import (
 	"fmt"
@@ -8,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setSchedPolicy applies the sched-policy setting. "batch" puts every thread of the process
+// Apply applies a sched-policy setting: "normal" changes nothing; "batch" puts every thread of the process
 // under SCHED_BATCH, keeping each thread's nice value: Linux then does not let a thread we wake
 // preempt the thread that woke it. The Go runtime wakes threads all the time (handing work
 // between Ps, and after every GC stop-the-world the restarting thread wakes the others), and
@@ -16,7 +18,7 @@ import (
 // leaving the world-restart unfinished for a scheduler tick. Threads created later inherit the
 // policy of the thread that creates them; the task list is walked until a pass changes nothing,
 // so a thread cloned during a pass is caught by the next.
-func setSchedPolicy(policy string) error {
+func Apply(policy string) error {
 	if policy != "batch" {
 		return nil
 	}
