@@ -283,3 +283,39 @@ func TestOSOpenDirect(t *testing.T) {
 		t.Fatal("ReadAt of the tail returned the wrong bytes")
 	}
 }
+
+// DirectAlign reports the file system's direct-read alignment for a file opened with O_DIRECT,
+// a power of two between 512 and AlignedBlock, and a read at that alignment works; a file
+// without a descriptor gets AlignedBlock.
+func TestDirectAlign(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	data := make([]byte, 3*AlignedBlock)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, direct, err := Default.OpenDirect(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := DirectAlign(f)
+	if a < 512 || a > AlignedBlock || a&(a-1) != 0 {
+		t.Fatalf("alignment %d", a)
+	}
+	t.Logf("direct %v, alignment %d", direct, a)
+	buf := AlignedBuffer(int(2 * a))[:2*a]
+	if n, err := f.ReadAt(buf, 3*a); err != nil || n != len(buf) || !bytes.Equal(buf, data[3*a:5*a]) {
+		t.Fatalf("read at %d: %d bytes, %v", 3*a, n, err)
+	}
+	mem := NewMem()
+	mf, err := mem.Create("/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := DirectAlign(mf); a != AlignedBlock {
+		t.Fatalf("memory file: alignment %d", a)
+	}
+}

@@ -42,9 +42,9 @@ type FS interface {
 	// Open opens an existing file read-only.
 	Open(name string) (File, error)
 	// OpenDirect opens an existing file read-only, bypassing the page cache where the file
-	// system supports it (O_DIRECT). Reads from such a file must use block-aligned offsets,
-	// lengths and buffers (see AlignedBlock). File systems without direct I/O return a
-	// regular read-only file and report direct=false.
+	// system supports it (O_DIRECT). Reads from such a file must use offsets and lengths
+	// aligned to DirectAlign(f) (at most AlignedBlock) and AlignedBlock-aligned buffers. File
+	// systems without direct I/O return a regular read-only file and report direct=false.
 	OpenDirect(name string) (f File, direct bool, err error)
 	// Remove removes a file.
 	Remove(name string) error
@@ -60,5 +60,6 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 }
 
-// AlignedBlock is the alignment of offsets, lengths and memory for direct reads.
+// AlignedBlock is the alignment of memory for direct reads, and the largest alignment of their
+// offsets and lengths (see DirectAlign).
 const AlignedBlock = 4096

@@ -108,6 +108,7 @@ type segment struct {
 	path   string
 	rf     vfs.File // read side, O_DIRECT where supported
 	direct bool
+	align  int64        // offset and length alignment of direct reads (vfs.DirectAlign)
 	refs   atomic.Int32 // readers in flight plus one for being listed
 	fs     vfs.FS
 	remove bool // set when dropped; the last reference closes and removes the file
@@ -267,7 +268,10 @@ func (l *Log) openSegment(id uint32) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vlog: %w", err)
 	}
-	s := &segment{id: id, path: p, rf: rf, direct: direct, fs: l.opts.FS}
+	s := &segment{id: id, path: p, rf: rf, direct: direct, fs: l.opts.FS, align: vfs.AlignedBlock}
+	if direct {
+		s.align = vfs.DirectAlign(rf)
+	}
 	s.refs.Store(1)
 	return s, nil
 }

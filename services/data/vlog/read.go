@@ -75,8 +75,8 @@ func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
 	r.seg = seg
 	off := int64(loc.Off)
 	if seg.direct {
-		start := off &^ (vfs.AlignedBlock - 1)
-		end := (off + int64(n) + vfs.AlignedBlock - 1) &^ (vfs.AlignedBlock - 1)
+		start := off &^ (seg.align - 1)
+		end := (off + int64(n) + seg.align - 1) &^ (seg.align - 1)
 		r.engine = l.opts.Engine
 		r.buf, r.fixed = r.engine.Buffer(int(end - start))
 		r.aligned = true

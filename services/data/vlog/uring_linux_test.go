@@ -148,13 +148,24 @@ func TestLogReadsThroughUring(t *testing.T) {
 		}
 		locs, vals = append(locs, loc), append(vals, v)
 	}
-	before := e.Stats().Reads
+	before, beforeBytes := e.Stats().Reads, e.Stats().Bytes
 	reads := make([]*Read, len(locs))
+	// Bytes the reads cover at the segment's alignment, and at 4 KiB; the records' own bytes.
+	var want, want4k, recBytes uint64
+	align := uint64(vfs.AlignedBlock)
 	for i, loc := range locs {
 		reads[i] = &Read{}
-		if err := l.PrepareRead(reads[i], loc, int(RecordSize(len(fmt.Sprint(i)), len(vals[i])))); err != nil {
+		n := uint64(RecordSize(len(fmt.Sprint(i)), len(vals[i])))
+		if err := l.PrepareRead(reads[i], loc, int(n)); err != nil {
 			t.Fatal(err)
 		}
+		if i == 0 {
+			align = uint64(l.segs[loc.Seg].align)
+		}
+		off := uint64(loc.Off)
+		want += (off+n+align-1)&^(align-1) - off&^(align-1)
+		want4k += (off+n+4095)&^4095 - off&^4095
+		recBytes += n
 	}
 	Submit(e, reads)
 	for i, r := range reads {
@@ -170,6 +181,14 @@ func TestLogReadsThroughUring(t *testing.T) {
 	if got := e.Stats().Reads - before; got != uint64(len(locs)) {
 		t.Fatalf("%d engine reads for %d records", got, len(locs))
 	}
+	// Each read covers its record's aligned span and no more (512-byte units where the file
+	// system allows them, not 4 KiB); the span of the last records may end past the end of the
+	// file, which a read does not return.
+	got := e.Stats().Bytes - beforeBytes
+	if got < recBytes || got > want || align < 4096 && got >= want4k {
+		t.Fatalf("engine read %d bytes for %d bytes of records: want at most %d at alignment %d (%d at 4 KiB)", got, recBytes, want, align, want4k)
+	}
+	t.Logf("direct-read alignment %d: %d bytes read for %d bytes of records (%d at 4 KiB)", align, got, recBytes, want4k)
 }
 
 // fdFile is a vfs.File that only has a descriptor: enough for the io_uring engine.
