@@ -701,18 +701,12 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		s.mu.Unlock()
 		return true, nil // FLUSHALL dropped it
 	}
-	i, pos, ok := s.ix.find(uint32(h), db, key)
+	i, ok, _ := ks.findLiveLocked(s, h, db, key, ks.opts.Now())
 	if !ok || !s.ix.entry(i).chunked() {
 		s.mu.Unlock()
 		return true, nil
 	}
 	e := s.ix.entry(i)
-	if e.expired(ks.opts.Now()) {
-		s.removeLocked(i, pos)
-		ks.stats.expired.Add(1)
-		s.mu.Unlock()
-		return true, nil
-	}
 	mloc, mn, length, gen := vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e), int64(e.vlen), s.flushGen
 	wantLoc := e.loc()
 	s.mu.Unlock()

@@ -526,10 +526,9 @@ func TestChunkedReclaimCrashEachStep(t *testing.T) {
 			if ckpt {
 				c.checkpoint()
 			}
-			reclaimScanned = func() { c.clk.Advance(200) }
-			defer func() { reclaimScanned = nil }()
+			c.ks.opts.afterScan = func() { c.clk.Advance(200) }
 			c.collect(s2)
-			reclaimScanned = nil
+			c.ks.opts.afterScan = nil
 			c.restart()
 			c.collect(s1)
 			c.finish()

@@ -82,6 +82,9 @@ type Options struct {
 	// than chunkMin bytes (0: ChunkThreshold) are stored in chunks of chunkSize bytes (0:
 	// ChunkSize). A keyspace must be opened with the chunk size its data was written with.
 	chunkMin, chunkSize int
+	// afterScan, when set (by tests), is called after a collection has read its segment and
+	// before it moves chunked values.
+	afterScan func()
 }
 
 // Keyspace is the whole keyspace of a lavik-data process.

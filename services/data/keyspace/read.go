@@ -46,11 +46,20 @@ func (ks *Keyspace) Lookup(db int, key []byte) (Meta, bool) {
 func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ks.findLiveLocked(s, h, db, key, ks.opts.Now())
+}
+
+// findLiveLocked finds the key's index entry. An expired entry is removed on the way, as lazy
+// expiry does, and reported as not found with removed set (reclamation must then ask again
+// whether an older put of the key matters). The shard's write lock is held.
+func (ks *Keyspace) findLiveLocked(s *shard, h uint64, db uint8, key []byte, now int64) (i uint32, ok, removed bool) {
 	i, pos, ok := s.ix.find(uint32(h), db, key)
-	if ok && s.ix.entry(i).expired(ks.opts.Now()) {
+	if ok && s.ix.entry(i).expired(now) {
 		s.removeLocked(i, pos)
 		ks.stats.expired.Add(1)
+		return 0, false, true
 	}
+	return i, ok, false
 }
 
 // pendingRead is one value fetch: prepared under the shard lock, completed outside it.

@@ -520,8 +520,8 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 			}
 		}
 	}
-	if reclaimScanned != nil {
-		reclaimScanned()
+	if f := ks.opts.afterScan; f != nil {
+		f()
 	}
 	if len(chunked) == 0 {
 		return nil
@@ -555,10 +555,6 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 	return ks.keepExpiredManifests(s, id, chunked)
 }
 
-// reclaimScanned, when set (by tests), is called after a collection has read its segment and
-// before it moves chunked values.
-var reclaimScanned func()
-
 // keepExpiredManifests appends a tombstone for each manifest the scan of segment seg found
 // live whose key is no longer live now that the moves are done, when the segment is blocked:
 // the key expired (lazily, actively or during the moves), which writes no record, and the
@@ -578,13 +574,8 @@ func (ks *Keyspace) keepExpiredManifests(s *shard, seg uint32, chunked map[strin
 			continue
 		}
 		db, key := k[0], []byte(k[1:])
-		i, pos, ok := s.ix.find(uint32(ks.hash(db, key)), db, key)
-		if ok {
-			if !s.ix.entry(i).expired(now) {
-				continue
-			}
-			s.removeLocked(i, pos)
-			ks.stats.expired.Add(1)
+		if _, ok, _ := ks.findLiveLocked(s, ks.hash(db, key), db, key, now); ok {
+			continue
 		}
 		if !ks.blockedLocked(s, seg) {
 			continue
@@ -624,18 +615,14 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 	// liveEntry finds the key's entry, removing it if it has expired. A removal makes the
 	// key's put dead, maybe in an older segment: blocked must then be asked again.
 	liveEntry := func(db uint8, key []byte) (*entry, bool) {
-		h := ks.hash(db, key)
-		i, pos, ok := s.ix.find(uint32(h), db, key)
+		i, ok, removed := ks.findLiveLocked(s, ks.hash(db, key), db, key, now)
+		if removed {
+			blocked = blocked || ks.blockedLocked(s, seg)
+		}
 		if !ok {
 			return nil, false
 		}
-		if e := s.ix.entry(i); !e.expired(now) {
-			return e, true
-		}
-		s.removeLocked(i, pos)
-		ks.stats.expired.Add(1)
-		blocked = blocked || ks.blockedLocked(s, seg)
-		return nil, false
+		return s.ix.entry(i), true
 	}
 	for i := range recs {
 		r := &recs[i]

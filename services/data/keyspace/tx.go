@@ -490,12 +490,7 @@ func (tx *Tx) begin() {
 	for _, k := range tx.uniq {
 		k.op, k.val, k.wantValue = opNone, nil, false
 		k.wantMan, k.wantParts, k.edits, k.elen = false, nil, nil, 0
-		i, pos, ok := k.shard.ix.find(uint32(k.hash), k.db, k.key)
-		if ok && k.shard.ix.entry(i).expired(tx.now) {
-			k.shard.removeLocked(i, pos)
-			tx.ks.stats.expired.Add(1)
-			ok = false
-		}
+		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
 		k.found = ok
 		if ok {
 			k.idx = i
