@@ -321,6 +321,7 @@ func (e *uringEngine) Read(reqs []*ReadReq) {
 	}
 	b := &uringBatch{done: make(chan struct{})}
 	b.left.Store(int32(len(ring)))
+	deferred := false
 	for _, r := range ring {
 		select {
 		case e.sem <- struct{}{}:
@@ -335,9 +336,16 @@ func (e *uringEngine) Read(reqs []*ReadReq) {
 		e.free = e.free[:len(e.free)-1]
 		e.slots[slot] = uringSlot{req: r, batch: b}
 		e.prepLocked(slot, r)
+		// Leave the submission to the reaper when enough reads are in flight (piggybackMin);
+		// decided under the lock the last SQE was queued under.
+		deferred = e.inflight >= piggybackMin
 		e.mu.Unlock()
 	}
-	e.submitOrDefer()
+	if deferred {
+		e.stats.deferred.Add(1)
+	} else {
+		e.submit()
+	}
 	<-b.done
 }
 
@@ -347,19 +355,6 @@ func (e *uringEngine) Read(reqs []*ReadReq) {
 // (and one virtio notification) per GET into one per completion wake-up; with fewer reads in
 // flight the wait for the next completion could be a whole disk latency, so the reader submits.
 const piggybackMin = 4
-
-// submitOrDefer submits what is queued, unless enough reads are in flight for the reaper to do
-// it on its next wake-up.
-func (e *uringEngine) submitOrDefer() {
-	e.mu.Lock()
-	deferred := e.inflight >= piggybackMin
-	e.mu.Unlock()
-	if deferred {
-		e.stats.deferred.Add(1)
-		return
-	}
-	e.submit()
-}
 
 // prepLocked fills the next SQE for r and publishes it.
 func (e *uringEngine) prepLocked(slot uint32, r *ReadReq) {
@@ -456,7 +451,7 @@ func (e *uringEngine) reap() {
 }
 
 // drain completes every CQE available, then submits what readers left queued for it (see
-// submitOrDefer): a deferred SQE waits only for a drain that completes a read, and there was one
+// piggybackMin): a deferred SQE waits only for a drain that completes a read, and there was one
 // in flight when it was deferred.
 func (e *uringEngine) drain() {
 	for {
