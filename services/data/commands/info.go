@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lavikdb/lavik/pkg/gcpause"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -184,88 +184,30 @@ type gcPauseSummary struct {
 	stopP99       int64
 }
 
-var gcPauseMetrics = []string{"/sched/pauses/total/gc:seconds", "/sched/pauses/stopping/gc:seconds"}
-
-// gcPauseBase holds the pause histograms at the last CONFIG RESETSTAT, to subtract.
+// gcPauseBase is the snapshot taken at the last CONFIG RESETSTAT, to subtract.
 var gcPauseBase struct {
 	sync.Mutex
-	h [2]*metrics.Float64Histogram
-}
-
-// readGCPauses reads the runtime's pause histograms: /sched/pauses/total/gc runs from deciding
-// to stop the world to the world running again; /sched/pauses/stopping/gc is the part spent
-// waiting for every running goroutine to stop. Either may be nil if the runtime lacks it.
-func readGCPauses() (h [2]*metrics.Float64Histogram) {
-	s := make([]metrics.Sample, len(gcPauseMetrics))
-	for i, name := range gcPauseMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s)
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindFloat64Histogram {
-			v := s[i].Value.Float64Histogram()
-			h[i] = &metrics.Float64Histogram{Counts: slices.Clone(v.Counts), Buckets: v.Buckets}
-		}
-	}
-	return h
+	snap gcpause.Snapshot
 }
 
 // resetGCPauses makes INFO's pause figures start again from now.
 func resetGCPauses() {
-	h := readGCPauses()
+	snap := gcpause.Read()
 	gcPauseBase.Lock()
-	gcPauseBase.h = h
+	gcPauseBase.snap = snap
 	gcPauseBase.Unlock()
 }
 
 func gcPauses() gcPauseSummary {
-	h := readGCPauses()
+	now := gcpause.Read()
 	gcPauseBase.Lock()
-	for i, base := range gcPauseBase.h {
-		if base != nil && h[i] != nil && len(base.Counts) == len(h[i].Counts) {
-			for j, c := range base.Counts {
-				h[i].Counts[j] -= c
-			}
-		}
-	}
+	d := now.Since(gcPauseBase.snap)
 	gcPauseBase.Unlock()
-	var r gcPauseSummary
-	if h[0] != nil {
-		for _, c := range h[0].Counts {
-			r.count += c
-		}
-		r.p50, r.p99, r.max = histQuantileUs(h[0], 0.5), histQuantileUs(h[0], 0.99), histQuantileUs(h[0], 1)
+	us := func(h *metrics.Float64Histogram, q float64) int64 {
+		return int64(math.Ceil(gcpause.Quantile(h, q) * 1e6))
 	}
-	if h[1] != nil {
-		r.stopP99 = histQuantileUs(h[1], 0.99)
-	}
-	return r
-}
-
-// histQuantileUs is the upper bound, in microseconds, of the bucket holding quantile q of h
-// (0 when h is empty).
-func histQuantileUs(h *metrics.Float64Histogram, q float64) int64 {
-	var n uint64
-	for _, c := range h.Counts {
-		n += c
-	}
-	if n == 0 {
-		return 0
-	}
-	want := uint64(math.Ceil(q * float64(n)))
-	want = max(want, 1)
-	var seen uint64
-	for i, c := range h.Counts {
-		seen += c
-		if seen >= want {
-			hi := h.Buckets[i+1]
-			if math.IsInf(hi, 1) {
-				hi = h.Buckets[i]
-			}
-			return int64(math.Ceil(hi * 1e6))
-		}
-	}
-	return 0
+	return gcPauseSummary{count: gcpause.Count(d.Total), p50: us(d.Total, 0.5), p99: us(d.Total, 0.99),
+		max: us(d.Total, 1), stopP99: us(d.Stopping, 0.99)}
 }
 
 func totalMemory() int64 {

@@ -3,7 +3,6 @@ package keyspace
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lavikdb/lavik/pkg/gcpause"
 	"github.com/lavikdb/lavik/pkg/schedpolicy"
 )
 
@@ -253,27 +253,22 @@ func (mi *memIndex) workload(t *testing.T, n int, d time.Duration, rssBase int64
 
 type loadResult struct {
 	ops     int64
-	hist    *metrics.Float64Histogram // GC pauses during the run
-	stop    *metrics.Float64Histogram // the stopping part of those pauses
-	cycles  uint64
+	gc      gcpause.Snapshot // GC pauses and cycles during the run
 	peakRSS int64
 }
 
 func (r loadResult) pauses() string {
-	var total uint64
-	for _, c := range r.hist.Counts {
-		total += c
-	}
-	q := func(p float64) string { return fmtDur(quantile(r.hist, p)) }
+	q := func(h *metrics.Float64Histogram, p float64) string { return fmtDur(gcpause.Quantile(h, p)) }
+	t, st := r.gc.Total, r.gc.Stopping
 	return fmt.Sprintf("%d cycles, %d pauses: p50 %s, p99 %s, p99.9 %s, max %s (stopping the world: p99 %s, max %s)",
-		r.cycles, total, q(0.5), q(0.99), q(0.999), q(1), fmtDur(quantile(r.stop, 0.99)), fmtDur(quantile(r.stop, 1)))
+		r.gc.Cycles, gcpause.Count(t), q(t, 0.5), q(t, 0.99), q(t, 0.999), q(t, 1), q(st, 0.99), q(st, 1))
 }
 
 // runLoad calls op in a loop on workers goroutines for d, allocating a request buffer per call,
 // and forces a GC every d/10.
 func runLoad(workers int, d time.Duration, op func(*rand.Rand)) loadResult {
 	runtime.GC()
-	pauses0, stop0, cycles0 := gcPauses()
+	base := gcpause.Read()
 	var res loadResult
 	var ops atomic.Int64
 	stop := make(chan struct{})
@@ -308,59 +303,8 @@ func runLoad(workers int, d time.Duration, op func(*rand.Rand)) loadResult {
 	close(stop)
 	wg.Wait()
 	res.ops = ops.Load()
-	var cycles1 uint64
-	res.hist, res.stop, cycles1 = gcPauses()
-	res.cycles = cycles1 - cycles0
-	for i := range res.hist.Counts {
-		res.hist.Counts[i] -= pauses0.Counts[i]
-	}
-	for i := range res.stop.Counts {
-		res.stop.Counts[i] -= stop0.Counts[i]
-	}
+	res.gc = gcpause.Read().Since(base)
 	return res
-}
-
-// gcPauses returns the histograms of GC stop-the-world pauses and of their stopping part,
-// and the GC cycle count. A pause runs from deciding to stop the world until the thread that
-// restarts it reads the clock; on a machine with more runnable threads than cores, that thread
-// may be descheduled right after it wakes the others, so the pause can read milliseconds while
-// the world ran again after microseconds (an execution trace shows it). The stopping part is
-// not inflated that way.
-func gcPauses() (pauses, stopping *metrics.Float64Histogram, cycles uint64) {
-	s := []metrics.Sample{
-		{Name: "/sched/pauses/total/gc:seconds"},
-		{Name: "/sched/pauses/stopping/gc:seconds"},
-		{Name: "/gc/cycles/total:gc-cycles"},
-	}
-	metrics.Read(s)
-	cp := func(h *metrics.Float64Histogram) *metrics.Float64Histogram {
-		return &metrics.Float64Histogram{Counts: append([]uint64(nil), h.Counts...), Buckets: h.Buckets}
-	}
-	return cp(s[0].Value.Float64Histogram()), cp(s[1].Value.Float64Histogram()), s[2].Value.Uint64()
-}
-
-// quantile returns the upper bound of the bucket holding quantile q (its lower bound for the
-// open-ended last bucket).
-func quantile(h *metrics.Float64Histogram, q float64) float64 {
-	var total uint64
-	for _, c := range h.Counts {
-		total += c
-	}
-	if total == 0 {
-		return 0
-	}
-	want := uint64(math.Ceil(q * float64(total)))
-	var cum uint64
-	for i, c := range h.Counts {
-		cum += c
-		if cum >= want && c > 0 {
-			if math.IsInf(h.Buckets[i+1], 1) {
-				return h.Buckets[i]
-			}
-			return h.Buckets[i+1]
-		}
-	}
-	return h.Buckets[len(h.Buckets)-1]
 }
 
 func fmtDur(sec float64) string { return time.Duration(sec * 1e9).String() }
