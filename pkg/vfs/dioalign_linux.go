@@ -4,7 +4,7 @@ import "golang.org/x/sys/unix"
 
 // DirectAlign returns the alignment that offsets and lengths of direct reads of f need: what
 // the kernel reports for the file (statx STATX_DIOALIGN, the device's logical block size on
-// most file systems, 512 bytes on many SSDs), or AlignedBlock when it reports nothing or f has
+// most file systems, often 512 bytes), or AlignedBlock when it reports nothing or f has
 // no descriptor. Reading at the finer alignment moves less data: a 1 KiB record read in 4 KiB
 // units costs 4 or 8 KiB, in 512-byte units 1.5 KiB. Memory stays aligned to AlignedBlock.
 func DirectAlign(f File) int64 {
