@@ -69,32 +69,23 @@ type CapacityCell struct {
 
 // capacityReport is the JSON document of `capacity`.
 type capacityReport struct {
-	Command      string         `json:"command"`
-	Lavik        string         `json:"lavik_cmd"`
-	MemoryLimit  int64          `json:"memory_limit_bytes"`
-	Cgroup       string         `json:"cgroup,omitempty"`
-	BaseKeys     int            `json:"base_keys"`
-	Keys         int            `json:"keys"`
-	Value        string         `json:"value"`
-	Dist         string         `json:"dist"`
-	Rounds       int            `json:"rounds"`
-	WarmupS      float64        `json:"warmup_s"`
-	WindowS      float64        `json:"window_s"`
-	VerifySample float64        `json:"verify_sample"`
-	Aggregate    string         `json:"aggregate"`
-	Method       string         `json:"method"`
-	Loads        []LoadResult   `json:"loads"`
-	Cells        []CapacityCell `json:"cells"`
-	MinQPSRatio  float64        `json:"min_ops_per_sec_ratio,omitempty"`
-	Target       float64        `json:"target_ratio"`
-	Memory       []memSnapshot  `json:"memory"`
-	Sampled      samplerSummary `json:"sampled"`
-	ServerStopS  float64        `json:"sigterm_to_exit_s,omitempty"`
-	ServerExit   string         `json:"server_exit,omitempty"`
-	LogTail      string         `json:"server_log_tail,omitempty"` // when the run failed
-	Result       string         `json:"result"`
-	Errors       ErrorCounts    `json:"errors"`
-	Problems     []string       `json:"problems,omitempty"`
+	Command     string `json:"command"`
+	Lavik       string `json:"lavik_cmd"`
+	MemoryLimit int64  `json:"memory_limit_bytes"`
+	Cgroup      string `json:"cgroup,omitempty"`
+	BaseKeys    int    `json:"base_keys"`
+	roundSettings
+	Method      string         `json:"method"`
+	Loads       []LoadResult   `json:"loads"`
+	Cells       []CapacityCell `json:"cells"`
+	MinQPSRatio float64        `json:"min_ops_per_sec_ratio,omitempty"`
+	Target      float64        `json:"target_ratio"`
+	Memory      []memSnapshot  `json:"memory"`
+	Sampled     samplerSummary `json:"sampled"`
+	ServerStopS float64        `json:"sigterm_to_exit_s,omitempty"`
+	ServerExit  string         `json:"server_exit,omitempty"`
+	LogTail     string         `json:"server_log_tail,omitempty"` // when the run failed
+	reportOutcome
 }
 
 // capacityRun is the state of one `capacity` run.
@@ -178,9 +169,7 @@ func capacityCommand(ctx context.Context, cfg capacityConfig, stdout, stderr io.
 	fmt.Fprintf(stderr, "started lavik (pid %d) on %s in %.2fs: %s\n", r.srv.pid(), r.srv.addr, d.Seconds(), r.srv.commandLine())
 	r.sampler = startSampler(r.srv.pid(), r.cg, time.Second)
 	r.rep = capacityReport{Command: "capacity", Lavik: r.srv.commandLine(), MemoryLimit: cfg.MemoryLimit, BaseKeys: cfg.BaseKeys,
-		Keys: cfg.Keys, Value: cfg.Value.String(), Dist: cfg.Dist.String(), Rounds: cfg.Rounds, WarmupS: cfg.Warmup.Seconds(),
-		WindowS: cfg.Duration.Seconds(), VerifySample: cfg.VerifySample, Aggregate: "median over rounds",
-		Method: capacityMethod, Target: capacityTarget}
+		roundSettings: newRoundSettings(cfg.commonConfig, cfg.Rounds), Method: capacityMethod, Target: capacityTarget}
 	if r.cg != nil {
 		r.rep.Cgroup = r.cg.String()
 	}
@@ -420,7 +409,7 @@ func (r *capacityRun) report(out, stdout io.Writer) (int, error) {
 	fmt.Fprintln(out)
 	r.v.write(out)
 	code := r.v.exitCode()
-	rep.Result, rep.Errors, rep.Problems = resultWord(code), r.v.errors, r.v.problems
+	rep.reportOutcome = newReportOutcome(code, r.v)
 	if err := writeOutputs(cfg.commonConfig, stdout, rep, all, capacityChart(rep.Cells, base, full, len(cfg.Pipelines) > 1),
 		fmt.Sprintf("GET, %s then %s keys in %s; medians over %d rounds", base, full, limit, cfg.Rounds)); err != nil {
 		return exitErrors, &exitError{code: exitErrors, err: err}

@@ -88,26 +88,46 @@ type RestartReport struct {
 	Error         string  `json:"error,omitempty"`
 }
 
+// roundSettings are the settings of a report measured in rounds, as its JSON document gives them.
+type roundSettings struct {
+	Keys         int     `json:"keys"`
+	Value        string  `json:"value"`
+	Dist         string  `json:"dist"`
+	Rounds       int     `json:"rounds"`
+	WarmupS      float64 `json:"warmup_s"`
+	WindowS      float64 `json:"window_s"`
+	VerifySample float64 `json:"verify_sample"`
+	Aggregate    string  `json:"aggregate"`
+}
+
+func newRoundSettings(c commonConfig, rounds int) roundSettings {
+	return roundSettings{Keys: c.Keys, Value: c.Value.String(), Dist: c.Dist.String(), Rounds: rounds,
+		WarmupS: c.Warmup.Seconds(), WindowS: c.Duration.Seconds(), VerifySample: c.VerifySample,
+		Aggregate: "median over rounds"}
+}
+
+// reportOutcome is how a report ends: its result word, the error counts and the problems.
+type reportOutcome struct {
+	Result   string      `json:"result"`
+	Errors   ErrorCounts `json:"errors"`
+	Problems []string    `json:"problems,omitempty"`
+}
+
+func newReportOutcome(code int, v verdict) reportOutcome {
+	return reportOutcome{Result: resultWord(code), Errors: v.errors, Problems: v.problems}
+}
+
 // compareReport is the JSON document of `compare`.
 type compareReport struct {
-	Command      string         `json:"command"`
-	Redis        string         `json:"redis_cmd"`
-	Lavik        string         `json:"lavik_cmd"`
-	Keys         int            `json:"keys"`
-	Value        string         `json:"value"`
-	Dist         string         `json:"dist"`
-	Rounds       int            `json:"rounds"`
-	WarmupS      float64        `json:"warmup_s"`
-	WindowS      float64        `json:"window_s"`
-	VerifySample float64        `json:"verify_sample"`
-	Aggregate    string         `json:"aggregate"`
-	Loads        []LoadResult   `json:"loads"`
-	Cells        []CellSummary  `json:"cells"`
-	Memory       []MemoryReport `json:"memory"`
-	Restart      *RestartReport `json:"restart,omitempty"`
-	Result       string         `json:"result"`
-	Errors       ErrorCounts    `json:"errors"`
-	Problems     []string       `json:"problems,omitempty"`
+	Command string `json:"command"`
+	Redis   string `json:"redis_cmd"`
+	Lavik   string `json:"lavik_cmd"`
+	roundSettings
+	Loads   []LoadResult   `json:"loads"`
+	Cells   []CellSummary  `json:"cells"`
+	Memory  []MemoryReport `json:"memory"`
+	Restart *RestartReport `json:"restart,omitempty"`
+	reportOutcome
 }
 
 // compareCommand is `lavik-bench compare`.
@@ -221,8 +241,7 @@ matrix:
 	}
 
 	rep := compareReport{Command: "compare", Redis: systems[sysRedis].srv.commandLine(), Lavik: systems[sysLavik].srv.commandLine(),
-		Keys: cfg.Keys, Value: cfg.Value.String(), Dist: cfg.Dist.String(), Rounds: cfg.Rounds, WarmupS: cfg.Warmup.Seconds(),
-		WindowS: cfg.Duration.Seconds(), VerifySample: cfg.VerifySample, Aggregate: "median over rounds"}
+		roundSettings: newRoundSettings(cfg.commonConfig, cfg.Rounds)}
 	if cfg.Restart && len(v.problems) == 0 {
 		rr := measureRestart(ctx, cfg, systems[sysLavik], stderr)
 		if ctx.Err() != nil {
@@ -264,7 +283,7 @@ matrix:
 	fmt.Fprintln(out)
 	v.write(out)
 	code = v.exitCode()
-	rep.Result, rep.Errors, rep.Problems = resultWord(code), v.errors, v.problems
+	rep.reportOutcome = newReportOutcome(code, v)
 	if err := writeOutputs(cfg.commonConfig, stdout, rep, all, compareChart(rep.Cells, cfg),
 		cfg.describe(cellsKind(cells))+fmt.Sprintf("; medians over %d rounds", cfg.Rounds)); err != nil {
 		return exitErrors, &exitError{code: exitErrors, err: err}
