@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,13 +109,7 @@ const (
 
 // capacityCommand is `lavik-bench capacity`.
 func capacityCommand(ctx context.Context, cfg capacityConfig, stdout, stderr io.Writer) (code int, err error) {
-	if cfg.Threads > 0 {
-		runtime.GOMAXPROCS(cfg.Threads)
-	}
-	out := stdout
-	if cfg.JSONPath == "-" || cfg.CSVPath == "-" {
-		out = stderr
-	}
+	out := cfg.setup(stdout, stderr)
 	workdir := cfg.Workdir
 	if workdir == "" {
 		workdir = os.TempDir()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
 	"strings"
 )
@@ -68,13 +67,7 @@ func resultWord(code int) string {
 // runCommand is `lavik-bench run`. It returns the exit status, and an error only for failures
 // that stop the run before it produced results.
 func runCommand(ctx context.Context, cfg runConfig, stdout, stderr io.Writer) (int, error) {
-	if cfg.Threads > 0 {
-		runtime.GOMAXPROCS(cfg.Threads)
-	}
-	out := stdout
-	if cfg.JSONPath == "-" || cfg.CSVPath == "-" {
-		out = stderr // stdout carries the machine-readable output
-	}
+	out := cfg.setup(stdout, stderr)
 	kind := cfg.Workload.Kind
 	ks := cfg.keyspace(kind)
 	fmt.Fprintf(out, "lavik-bench run: %s (%s), workload %s\n%s\n", cfg.Name, cfg.Addr, cfg.Workload.Name, cfg.describe(kind))

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 )
@@ -132,13 +131,7 @@ type compareReport struct {
 
 // compareCommand is `lavik-bench compare`.
 func compareCommand(ctx context.Context, cfg compareConfig, stdout, stderr io.Writer) (code int, err error) {
-	if cfg.Threads > 0 {
-		runtime.GOMAXPROCS(cfg.Threads)
-	}
-	out := stdout
-	if cfg.JSONPath == "-" || cfg.CSVPath == "-" {
-		out = stderr
-	}
+	out := cfg.setup(stdout, stderr)
 	root, err := os.MkdirTemp(cfg.Workdir, "lavik-bench-")
 	if err != nil {
 		return exitUsage, usageError(err)

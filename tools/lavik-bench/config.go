@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +31,18 @@ type commonConfig struct {
 	CSVPath      string
 	ChartPath    string
 	NoProgress   bool
+}
+
+// setup applies --threads and returns where the human-readable report goes: stdout, unless
+// the JSON or CSV output goes there.
+func (c commonConfig) setup(stdout, stderr io.Writer) io.Writer {
+	if c.Threads > 0 {
+		runtime.GOMAXPROCS(c.Threads)
+	}
+	if c.JSONPath == "-" || c.CSVPath == "-" {
+		return stderr
+	}
+	return stdout
 }
 
 // runConfig is `lavik-bench run`.
