@@ -29,6 +29,8 @@ func (fs *MemFS) CrashClone() *MemFS {
 // Overwrites of already-synced bytes and truncations below the synced length are never kept.
 // Rejected: keeping torn overwrites or zero-filled tails. Lavik's value log only appends, and
 // each extra failure mode here would have to be matched by one in every recovery test's model.
+// Bytes lost to a failed sync (see SyncFailer) are zeros in the kept tail: writeback skips
+// them, but a kept byte after them implies the file size covers them.
 //
 // The same rng state gives the same clone, so a failing test can print its seed.
 func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS {
@@ -47,7 +49,13 @@ func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS {
 		default:
 			keep = rng.IntN(len(tail) + 1)
 		}
-		return append(out, tail[:keep]...)
+		out = append(out, tail[:keep]...)
+		for _, r := range n.lost {
+			if lo, hi := max(r.off, int64(len(n.synced))), min(r.end, int64(len(out))); lo < hi {
+				clear(out[lo:hi])
+			}
+		}
+		return out
 	})
 }
 
@@ -66,11 +74,7 @@ func (fs *MemFS) crashClone(contents func(n *memNode) []byte) *MemFS {
 			n.mu.RLock()
 			data := contents(n)
 			n.mu.RUnlock()
-			c := &memNode{
-				data:      data,
-				synced:    append([]byte(nil), data...),
-				dirtyFrom: noneDirty,
-			}
+			c := newFileNode(data)
 			seen[n] = c
 			return c
 		}

@@ -70,6 +70,24 @@ type ShortWriter interface {
 	ShortWrite(path string, n int) int
 }
 
+// SyncFailer is implemented by files that can model what Linux does to a file whose fsync
+// failed. The kernel reports the writeback error once and may mark the dirty pages clean
+// without having written them: the bytes written since the last successful sync are then not
+// on disk, and a later fsync that succeeds does not write them, although reads still return
+// them from the page cache until the pages are evicted. Only writing the same bytes again makes
+// them durable. PostgreSQL's "fsyncgate" (2018) is the well-known victim.
+//
+// The errorFS of NewErrorFS calls SyncFailed on the file it wraps whenever it fails a Sync.
+// MemFS files implement it, and so do errorFS files, so wrappers nest. OS files do not: an
+// injected failure never reached the kernel, so their bytes stay dirty and the next Sync makes
+// them durable. No wrapper can undo that, and none needs to for real failures, which the
+// kernel already handles this way. Tests of the loss therefore wrap a MemFS.
+type SyncFailer interface {
+	// SyncFailed records that a Sync of the file failed: the bytes written since its previous
+	// Sync will not become durable unless they are written again.
+	SyncFailed()
+}
+
 // InjectorFunc adapts a function to Injector.
 type InjectorFunc func(op Op, path string) error
 
@@ -201,9 +219,13 @@ func (r *Random) ShortWrite(path string, n int) int {
 // NewErrorFS returns base with errors injected by inj. Files opened through it inject errors
 // too.
 //
-// A failed Sync leaves the data unsynced in base and a later Sync may then succeed; Linux
-// instead may drop the dirty pages and report success next time. Callers must treat a failed
-// sync as losing the unsynced data, whatever this wrapper lets them get away with.
+// A failed Sync loses the bytes written since the file's previous Sync, as on Linux: reads
+// still return them, but no later Sync makes them durable unless they are written again. This
+// needs the base file's help (see SyncFailer); over MemFS a crash clone then shows the lost
+// bytes as they were before (old contents, or zeros past the old synced length). Over the OS
+// file system an injected failure loses nothing, so a caller that wrongly trusts a retried Sync
+// is only caught on MemFS. Only the handle whose Sync failed sees the error: Linux would also
+// report it once to other descriptors open on the file, which is not modelled.
 func NewErrorFS(base FS, inj Injector) FS {
 	return &errorFS{base: base, inj: inj}
 }
@@ -363,9 +385,20 @@ func (f *errorFile) Write(p []byte) (int, error) {
 
 func (f *errorFile) Sync() error {
 	if err := f.fs.check(OpSync, f.name); err != nil {
+		f.SyncFailed()
 		return err
 	}
 	return f.File.Sync()
+}
+
+var _ SyncFailer = (*errorFile)(nil)
+
+// SyncFailed implements SyncFailer by passing the failure on to the wrapped file, if it can
+// model it, so that an errorFS over an errorFS over a MemFS loses data like one errorFS does.
+func (f *errorFile) SyncFailed() {
+	if sf, ok := f.File.(SyncFailer); ok {
+		sf.SyncFailed()
+	}
 }
 
 func (f *errorFile) Truncate(size int64) error {

@@ -1,12 +1,17 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var errInjected = errors.New("injected")
@@ -262,4 +267,383 @@ func TestErrorFSFailedSyncIsNotDurable(t *testing.T) {
 		t.Fatalf("second Sync: %v", err)
 	}
 	wantFile(t, mem.CrashClone(), "/f", "one")
+}
+
+// syncFailFS returns an errorFS over mem whose File.Sync fails while *fail is true.
+func syncFailFS(mem *MemFS, fail *bool) FS {
+	return NewErrorFS(mem, InjectorFunc(func(op Op, path string) error {
+		if op == OpSync && *fail {
+			return errInjected
+		}
+		return nil
+	}))
+}
+
+// syncFails calls f.Sync and checks that it fails with the injected error.
+func syncFails(t *testing.T, f File, fail *bool) {
+	t.Helper()
+	*fail = true
+	defer func() { *fail = false }()
+	if err := f.Sync(); !errors.Is(err, errInjected) {
+		t.Fatalf("Sync = %v, want the injected error", err)
+	}
+}
+
+func writeAt(t *testing.T, f File, s string, off int64) {
+	t.Helper()
+	if n, err := f.WriteAt([]byte(s), off); n != len(s) || err != nil {
+		t.Fatalf("WriteAt(%q, %d) = %d, %v", s, off, n, err)
+	}
+}
+
+// After a failed sync the bytes it covered stay in the page cache but never reach the disk, even
+// through a later successful sync, until they are written again.
+func TestErrorFSFailedSyncLosesWrites(t *testing.T) {
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/log")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+
+	writeAt(t, f, "AAAA", 0)
+	must(t, f.Sync())
+	writeAt(t, f, "BBBB", 4)
+	syncFails(t, f, &fail)
+	must(t, f.Sync())
+	wantFile(t, fs, "/log", "AAAABBBB") // reads still see B
+	// The size reached the disk, B's data did not: a hole of zeros where B was.
+	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00\x00\x00")
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00\x00\x00") // and no later sync helps
+
+	// Writing after the failure is unaffected.
+	writeAt(t, f, "CC", 8)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00\x00\x00CC")
+
+	// Writing B again heals it.
+	writeAt(t, f, "BBBB", 4)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/log", "AAAABBBBCC")
+}
+
+func TestErrorFSFailedSyncPartialRewrite(t *testing.T) {
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/log")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+	writeAt(t, f, "AAAA", 0)
+	must(t, f.Sync())
+	writeAt(t, f, "BBBBBBBB", 4)
+	syncFails(t, f, &fail)
+
+	writeAt(t, f, "bb", 6) // rewrites only the middle of what was lost
+	must(t, f.Sync())
+	wantFile(t, fs, "/log", "AAAABBbbBBBB")
+	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00bb\x00\x00\x00\x00")
+
+	// A second failure adds to what is lost; the earlier loss is not undone by it.
+	writeAt(t, f, "xy", 10)
+	syncFails(t, f, &fail)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00bb\x00\x00\x00\x00")
+	writeAt(t, f, "BB", 4)
+	writeAt(t, f, "BBBB", 8)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/log", "AAAABBbbBBBB")
+}
+
+// An overwrite of durable bytes that a failed sync loses leaves the old bytes on disk.
+func TestErrorFSFailedSyncOverwrite(t *testing.T) {
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+	writeAt(t, f, "abcdef", 0)
+	must(t, f.Sync())
+	writeAt(t, f, "XY", 2)
+	syncFails(t, f, &fail)
+	writeAt(t, f, "Z", 5) // dirty after the failure: durable with the next sync
+	must(t, f.Sync())
+	wantFile(t, fs, "/f", "abXYeZ")
+	wantFile(t, mem.CrashClone(), "/f", "abcdeZ")
+}
+
+// Truncation after a failed sync, as a log does when it drops the tail it could not sync. The
+// new size becomes durable with the next sync; lost bytes below it stay lost.
+func TestErrorFSFailedSyncThenTruncate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, f File)
+		want string
+	}{
+		{"back to the synced length, then append", func(t *testing.T, f File) {
+			must(t, f.Truncate(4))
+			writeAt(t, f, "CC", 4)
+		}, "AAAACC"},
+		{"into the lost bytes", func(t *testing.T, f File) {
+			must(t, f.Truncate(6))
+		}, "AAAA\x00\x00"},
+		{"into the lost bytes, then grow", func(t *testing.T, f File) {
+			must(t, f.Truncate(6))
+			must(t, f.Truncate(10))
+		}, "AAAA" + string(make([]byte, 6))},
+		{"below the synced length", func(t *testing.T, f File) {
+			must(t, f.Truncate(2))
+		}, "AA"},
+		{"to zero, then rewrite", func(t *testing.T, f File) {
+			must(t, f.Truncate(0))
+			writeAt(t, f, "AAAABBBB", 0)
+		}, "AAAABBBB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := NewMem()
+			var fail bool
+			fs := syncFailFS(mem, &fail)
+			f, err := fs.Create("/log")
+			must(t, err)
+			defer f.Close()
+			must(t, fs.SyncDir("/"))
+			writeAt(t, f, "AAAA", 0)
+			must(t, f.Sync())
+			writeAt(t, f, "BBBB", 4)
+			syncFails(t, f, &fail)
+			c.run(t, f)
+			must(t, f.Sync())
+			wantFile(t, mem.CrashClone(), "/log", c.want)
+		})
+	}
+
+	// A truncation and regrowth that a failed sync covers: the regrown bytes were holes, which
+	// read as zeros once the truncation is durable, not as the old contents.
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+	writeAt(t, f, "abcdef", 0)
+	must(t, f.Sync())
+	must(t, f.Truncate(2))
+	must(t, f.Truncate(6))
+	syncFails(t, f, &fail)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/f", "ab\x00\x00\x00\x00")
+}
+
+// Create truncates: after it, nothing of the old file or of what a failed sync lost survives
+// the next sync.
+func TestErrorFSFailedSyncThenCreate(t *testing.T) {
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+	writeAt(t, f, "abcdef", 0)
+	syncFails(t, f, &fail)
+	g, err := fs.Create("/f")
+	must(t, err)
+	defer g.Close()
+	writeAt(t, g, "xyz", 0)
+	must(t, g.Sync())
+	wantFile(t, mem.CrashClone(), "/f", "xyz")
+}
+
+// The loss reaches MemFS through nested wrappers; a closed file and a failure on an OS file are
+// harmless.
+func TestErrorFSFailedSyncNestedAndOS(t *testing.T) {
+	mem := NewMem()
+	var fail bool
+	fs := NewErrorFS(syncFailFS(mem, &fail), noErrors)
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+	writeAt(t, f, "ab", 0)
+	syncFails(t, f, &fail)
+	must(t, f.Sync())
+	wantFile(t, mem.CrashClone(), "/f", "\x00\x00")
+
+	g, err := mem.Create("/g")
+	must(t, err)
+	writeAt(t, g, "ab", 0)
+	must(t, g.Close())
+	g.(SyncFailer).SyncFailed() // a no-op on a closed file
+	h, err := mem.OpenReadWrite("/g")
+	must(t, err)
+	must(t, h.Sync())
+	must(t, h.Close())
+	must(t, mem.SyncDir("/"))
+	wantFile(t, mem.CrashClone(), "/g", "ab")
+
+	dir := t.TempDir()
+	osFS := syncFailFS(nil, &fail)
+	osFS.(*errorFS).base = Default
+	o, err := osFS.Create(dir + "/f")
+	must(t, err)
+	defer o.Close()
+	writeAt(t, o, "ab", 0)
+	syncFails(t, o, &fail)
+	must(t, o.Sync())
+	wantFile(t, osFS, dir+"/f", "ab")
+}
+
+// TestErrorFSFailedSyncModel checks failed syncs against a byte-by-byte model of what Linux
+// keeps, over random writes, truncations and syncs that succeed or fail.
+func TestErrorFSFailedSyncModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	for round := range 20 {
+		testFailedSyncModel(t, seed+uint64(round))
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func testFailedSyncModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	mem := NewMem()
+	var fail bool
+	fs := syncFailFS(mem, &fail)
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	must(t, fs.SyncDir("/"))
+
+	// The model: per byte, whether it was written since the last sync attempt and whether a
+	// failed sync lost it; truncatedTo as in memNode.
+	var data, synced []byte
+	var written, lost []bool
+	truncatedTo := math.MaxInt
+	resize := func(size int) {
+		if size < len(data) {
+			data, written, lost = data[:size], written[:size], lost[:size]
+			truncatedTo = min(truncatedTo, size)
+			return
+		}
+		for len(data) < size {
+			data, written, lost = append(data, 0), append(written, true), append(lost, false)
+		}
+	}
+	write := func(p []byte, off int) {
+		resize(max(len(data), off+len(p)))
+		for i, b := range p {
+			data[off+i], written[off+i], lost[off+i] = b, true, false
+		}
+	}
+	writePos := 0
+	var ops []string
+	for i := range 300 {
+		switch op := rng.IntN(12); {
+		case op < 4:
+			p := make([]byte, 1+rng.IntN(12))
+			for j := range p {
+				p[j] = byte(1 + rng.IntN(255))
+			}
+			off := writePos
+			if op < 2 {
+				off = rng.IntN(len(data) + 4)
+				_, err = f.WriteAt(p, int64(off))
+			} else {
+				_, err = f.Write(p)
+				writePos += len(p)
+			}
+			must(t, err)
+			write(p, off)
+			ops = append(ops, fmt.Sprintf("write %d@%d", len(p), off))
+		case op < 5:
+			size := rng.IntN(len(data) + 6)
+			must(t, f.Truncate(int64(size)))
+			resize(size)
+			ops = append(ops, fmt.Sprintf("truncate %d", size))
+		case op < 8:
+			syncFails(t, f, &fail)
+			for j := range written {
+				lost[j] = lost[j] || written[j]
+				written[j] = false
+			}
+			ops = append(ops, "sync fails")
+		default:
+			must(t, f.Sync())
+			next := make([]byte, len(data))
+			for j := range next {
+				switch {
+				case !lost[j]:
+					next[j] = data[j]
+				case j < len(synced) && j < truncatedTo:
+					next[j] = synced[j]
+				}
+				written[j] = false
+			}
+			synced, truncatedTo = next, math.MaxInt
+			ops = append(ops, "sync")
+		}
+		if got := readFile(t, mem, "/f"); !bytes.Equal(got, data) {
+			t.Fatalf("seed %d op %d (%s): contents %x, model %x", seed, i, ops[i], got, data)
+		}
+		if got, _ := fileOrAbsent(t, mem.CrashClone(), "/f"); !bytes.Equal(got, synced) {
+			t.Fatalf("seed %d op %d: after crash %x, model %x\nops: %q", seed, i, got, synced, ops)
+		}
+		// A torn writeback keeps the synced bytes and a prefix of the rest, lost bytes zeroed.
+		got, _ := fileOrAbsent(t, mem.CrashCloneRandom(rng), "/f")
+		if !bytes.HasPrefix(got, synced) || len(got) > max(len(synced), len(data)) {
+			t.Fatalf("seed %d op %d: torn crash %x, synced %x, data %x", seed, i, got, synced, data)
+		}
+		for j := len(synced); j < len(got); j++ {
+			if want := data[j]; lost[j] && got[j] != 0 || !lost[j] && got[j] != want {
+				t.Fatalf("seed %d op %d: torn crash byte %d = %x, data %x, lost %v", seed, i, j, got[j], want, lost[j])
+			}
+		}
+	}
+}
+
+// Run with -race: syncs failing at random while writers write and a crash clone is taken.
+func TestErrorFSFailedSyncConcurrent(t *testing.T) {
+	const seed = 1
+	mem := NewMem()
+	fs := NewErrorFS(mem, NewRandom(rand.New(rand.NewPCG(seed, 0)), 0.5, errInjected, OpSync))
+	f, err := fs.Create("/f")
+	must(t, err)
+	defer f.Close()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				if _, err := f.WriteAt([]byte{byte(w), byte(i)}, int64(8*i+2*w)); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := f.Sync(); err != nil && !errors.Is(err, errInjected) {
+					t.Error(err)
+					return
+				}
+				if i%10 == 0 {
+					_ = mem.CrashCloneRandom(rand.New(rand.NewPCG(seed, uint64(i))))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Rewriting everything until a sync succeeds makes the whole file durable, whatever was
+	// lost; a sync that fails loses the rewrite too, so it has to be repeated.
+	want := readFile(t, mem, "/f")
+	for {
+		writeAt(t, f, string(want), 0)
+		if err := f.Sync(); err == nil {
+			break
+		}
+	}
+	must(t, mem.SyncDir("/"))
+	wantFile(t, mem.CrashClone(), "/f", string(want))
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ import (
 // Directories created by MkdirAll are durable at once. Modelling mkdir durability strictly would
 // require every caller to sync each new directory's parent up to the root, which real servers do
 // not do for their data directory and which would make every test set-up noisy.
+//
+// A Sync that an error-injecting wrapper fails (see SyncFailer) loses the bytes written since
+// the previous Sync for good, as Linux may after a failed fsync.
 //
 // Paths are cleaned with filepath.Clean; relative and absolute paths share one root, so "a" and
 // "/a" name the same file. Permissions and modification times are not modelled.
@@ -51,8 +55,18 @@ type memNode struct {
 	// dirtyFrom is the lowest offset changed since the last Sync, or noneDirty. Sync copies
 	// only data[dirtyFrom:], so a log that appends and syncs often costs O(bytes written)
 	// rather than O(file size) per sync.
-	// Invariant: data[:min(dirtyFrom, len(synced), len(data))] equals the same prefix of synced.
+	// Invariant: data[:min(dirtyFrom, len(synced), len(data))] equals the same prefix of
+	// synced, except in the ranges of lost.
 	dirtyFrom int64
+	// lost holds the ranges written before a Sync that failed (see SyncFailer) and not written
+	// since. Reads return data there, but Sync leaves them as synced holds them, or zeros past
+	// its end: the kernel marked those pages clean without writing them.
+	// Invariant: sorted, disjoint, non-adjacent and within [0, len(data)).
+	lost spans
+	// truncatedTo is the smallest size the file was truncated to since the last successful Sync,
+	// or noneDirty. Once a Sync makes the truncation durable, the old synced bytes from there on
+	// are gone (the blocks were freed), so a lost range there becomes zeros, not old contents.
+	truncatedTo int64
 }
 
 const noneDirty = math.MaxInt64
@@ -62,6 +76,16 @@ func newDirNode() *memNode {
 		isDir:    true,
 		children: make(map[string]*memNode),
 		durable:  make(map[string]*memNode),
+	}
+}
+
+// newFileNode returns a file whose contents, all durable, are data (which it takes over).
+func newFileNode(data []byte) *memNode {
+	return &memNode{
+		data:        data,
+		synced:      slices.Clone(data),
+		dirtyFrom:   noneDirty,
+		truncatedTo: noneDirty,
 	}
 }
 
@@ -147,11 +171,10 @@ func (fs *MemFS) Create(name string) (File, error) {
 		// O_TRUNC truncates the existing inode, which other open handles share. Like any
 		// other change to the contents, the truncation is durable only after File.Sync.
 		n.mu.Lock()
-		n.data = nil
-		n.dirtyFrom = 0
+		n.truncateLocked(0)
 		n.mu.Unlock()
 	default:
-		n = &memNode{dirtyFrom: noneDirty}
+		n = newFileNode(nil)
 		dir.children[base] = n
 	}
 	return &memFile{node: n, name: name}, nil
@@ -416,23 +439,64 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// writeAtLocked writes p at off, growing the file with zeros if off is past its end.
-func (f *memFile) writeAtLocked(p []byte, off int64) {
-	f.node.dirtyFrom = min(f.node.dirtyFrom, off, int64(len(f.node.data)))
+// writeAtLocked writes p at off, growing the file with zeros if off is past its end. The
+// written range is no longer lost: the next Sync writes it.
+func (n *memNode) writeAtLocked(p []byte, off int64) {
+	n.dirtyFrom = min(n.dirtyFrom, off, int64(len(n.data)))
 	end := off + int64(len(p))
-	if end > int64(len(f.node.data)) {
-		if end > int64(cap(f.node.data)) {
+	n.lost = n.lost.remove(off, end)
+	if end > int64(len(n.data)) {
+		if end > int64(cap(n.data)) {
 			// Grow geometrically so appends are amortised O(1).
-			grown := make([]byte, end, max(end, 2*int64(cap(f.node.data))))
-			copy(grown, f.node.data)
-			f.node.data = grown
+			grown := make([]byte, end, max(end, 2*int64(cap(n.data))))
+			copy(grown, n.data)
+			n.data = grown
 		} else {
-			old := len(f.node.data)
-			f.node.data = f.node.data[:end]
-			clear(f.node.data[old:])
+			old := len(n.data)
+			n.data = n.data[:end]
+			clear(n.data[old:])
 		}
 	}
-	copy(f.node.data[off:], p)
+	copy(n.data[off:], p)
+}
+
+// truncateLocked changes the size of the file to size.
+func (n *memNode) truncateLocked(size int64) {
+	if size > int64(len(n.data)) {
+		n.writeAtLocked(nil, size)
+		return
+	}
+	n.dirtyFrom = min(n.dirtyFrom, size)
+	n.truncatedTo = min(n.truncatedTo, size)
+	n.data = n.data[:size]
+	n.lost = n.lost.remove(size, noneDirty)
+}
+
+// syncLocked makes the current contents durable, except the lost ranges, in O(bytes changed
+// since the last Sync + number of lost ranges).
+func (n *memNode) syncLocked() {
+	size := int64(len(n.data))
+	// Durable bytes before keep survive as they are; from keep on the file is new or was
+	// truncated away, so what Sync does not copy reads as zeros.
+	keep := min(int64(len(n.synced)), size, n.truncatedTo)
+	n.synced = slices.Grow(n.synced[:keep], int(size-keep))[:size]
+	clear(n.synced[keep:])
+	// Bytes before min(dirtyFrom, keep) equal synced already, or are lost.
+	pos := min(n.dirtyFrom, keep)
+	for _, r := range n.lost {
+		if r.end <= pos {
+			continue
+		}
+		if r.off > pos {
+			copy(n.synced[pos:r.off], n.data[pos:r.off])
+		}
+		pos = r.end
+	}
+	if pos < size {
+		copy(n.synced[pos:], n.data[pos:])
+	}
+	n.dirtyFrom = noneDirty
+	n.truncatedTo = noneDirty
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
@@ -444,7 +508,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, f.pathErr("write", syscall.EINVAL)
 	}
-	f.writeAtLocked(p, off)
+	f.node.writeAtLocked(p, off)
 	return len(p), nil
 }
 
@@ -454,7 +518,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.checkLocked("write", true); err != nil {
 		return 0, err
 	}
-	f.writeAtLocked(p, f.pos)
+	f.node.writeAtLocked(p, f.pos)
 	f.pos += int64(len(p))
 	return len(p), nil
 }
@@ -469,18 +533,42 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// Sync makes the file's current contents its durable contents. Like fdatasync it says nothing
-// about the file's name: that takes SyncDir.
+// Sync makes the file's current contents its durable contents, except bytes lost to an earlier
+// failed Sync (see SyncFailed). Like fdatasync it says nothing about the file's name: that takes
+// SyncDir.
 func (f *memFile) Sync() error {
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
 	if err := f.checkLocked("sync", false); err != nil {
 		return err
 	}
-	k := min(f.node.dirtyFrom, int64(len(f.node.synced)), int64(len(f.node.data)))
-	f.node.synced = append(f.node.synced[:k], f.node.data[k:]...)
-	f.node.dirtyFrom = noneDirty
+	f.node.syncLocked()
 	return nil
+}
+
+var _ SyncFailer = (*memFile)(nil)
+
+// SyncFailed implements SyncFailer: everything written since the last Sync, successful or not,
+// joins the lost ranges, and the file counts as clean. The size and any truncation stay pending
+// and become durable with the next successful Sync, which is why lost bytes past the old synced
+// length come back from a crash as zeros in a file of the new length rather than as a shorter
+// file: on ext4 the size is metadata, journaled on its own, while the data blocks it covers were
+// never written. Closed files are left alone, as fsync on a closed descriptor fails with EBADF
+// without touching the page cache.
+func (f *memFile) SyncFailed() {
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	if f.closed {
+		return
+	}
+	n := f.node
+	// dirtyFrom over-approximates what was written: bytes in [dirtyFrom, len(data)) that were
+	// not written equal their durable contents (or are zeros past the synced length), so
+	// marking them lost changes nothing a crash could show.
+	if from := min(n.dirtyFrom, int64(len(n.data))); from < int64(len(n.data)) {
+		n.lost = n.lost.add(from, int64(len(n.data)))
+	}
+	n.dirtyFrom = noneDirty
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -492,12 +580,7 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return f.pathErr("truncate", syscall.EINVAL)
 	}
-	if size <= int64(len(f.node.data)) {
-		f.node.dirtyFrom = min(f.node.dirtyFrom, size)
-		f.node.data = f.node.data[:size]
-		return nil
-	}
-	f.writeAtLocked(nil, size)
+	f.node.truncateLocked(size)
 	return nil
 }
 
@@ -530,3 +613,60 @@ func (fi memFileInfo) Mode() os.FileMode {
 func (fi memFileInfo) ModTime() time.Time { return time.Time{} }
 func (fi memFileInfo) IsDir() bool        { return fi.isDir }
 func (fi memFileInfo) Sys() any           { return nil }
+
+// span is the byte range [off, end) of a file.
+type span struct{ off, end int64 }
+
+// spans is a set of bytes as sorted, disjoint, non-adjacent ranges. Its methods return the
+// updated set and may reuse the receiver's array only when nothing changes.
+type spans []span
+
+// add returns s with [off, end) added.
+func (s spans) add(off, end int64) spans {
+	if off >= end {
+		return s
+	}
+	out := make(spans, 0, len(s)+1)
+	i := 0
+	for i < len(s) && s[i].end < off {
+		out = append(out, s[i])
+		i++
+	}
+	for i < len(s) && s[i].off <= end {
+		off, end = min(off, s[i].off), max(end, s[i].end)
+		i++
+	}
+	out = append(out, span{off, end})
+	return append(out, s[i:]...)
+}
+
+// remove returns s without [off, end).
+func (s spans) remove(off, end int64) spans {
+	if off >= end || !s.overlaps(off, end) {
+		return s
+	}
+	out := make(spans, 0, len(s)+1)
+	for _, r := range s {
+		if r.end <= off || r.off >= end {
+			out = append(out, r)
+			continue
+		}
+		if r.off < off {
+			out = append(out, span{r.off, off})
+		}
+		if r.end > end {
+			out = append(out, span{end, r.end})
+		}
+	}
+	return out
+}
+
+// overlaps reports whether any byte of [off, end) is in s.
+func (s spans) overlaps(off, end int64) bool {
+	for _, r := range s {
+		if r.off < end && off < r.end {
+			return true
+		}
+	}
+	return false
+}
