@@ -32,6 +32,9 @@ func (fs *MemFS) CrashClone() *MemFS {
 // Bytes lost to a failed sync (see SyncFailer) are zeros in the kept tail: writeback skips
 // them, but a kept byte after them implies the file size covers them.
 //
+// This models writes cut short by the crash; FlipBit, LoseSector and DamageRandom model the
+// other case, a disk that damages what was already durable.
+//
 // The same rng state gives the same clone, so a failing test can print its seed.
 func (fs *MemFS) CrashCloneRandom(rng *rand.Rand) *MemFS {
 	return fs.crashClone(func(n *memNode) []byte {

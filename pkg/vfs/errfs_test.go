@@ -500,7 +500,7 @@ func TestErrorFSFailedSyncNestedAndOS(t *testing.T) {
 }
 
 // TestErrorFSFailedSyncModel checks failed syncs against a byte-by-byte model of what Linux
-// keeps, over random writes, truncations and syncs that succeed or fail.
+// keeps, over random writes, truncations, damage and syncs that succeed or fail.
 func TestErrorFSFailedSyncModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	for round := range 20 {
@@ -545,7 +545,7 @@ func testFailedSyncModel(t *testing.T, seed uint64) {
 	writePos := 0
 	var ops []string
 	for i := range 300 {
-		switch op := rng.IntN(12); {
+		switch op := rng.IntN(13); {
 		case op < 4:
 			p := make([]byte, 1+rng.IntN(12))
 			for j := range p {
@@ -567,7 +567,28 @@ func testFailedSyncModel(t *testing.T, seed uint64) {
 			must(t, f.Truncate(int64(size)))
 			resize(size)
 			ops = append(ops, fmt.Sprintf("truncate %d", size))
-		case op < 8:
+		case op < 7 && len(synced) > 0:
+			// Damage to durable bytes shows in reads too; as the byte reads as it is on disk,
+			// whether it was lost no longer matters ...
+			off := rng.IntN(len(synced))
+			end := off + 1
+			if op == 5 {
+				_, err = mem.LoseSector("/f", int64(off), 4, SectorZeroed, nil)
+				off -= off % 4
+				end = min(off+4, len(synced))
+				clear(synced[off:end])
+			} else {
+				bit := rng.IntN(8)
+				_, err = mem.FlipBit("/f", int64(off), bit)
+				synced[off] ^= 1 << bit
+			}
+			must(t, err)
+			// ... except where the file was truncated below them since the last sync.
+			for j := off; j < min(end, len(data), truncatedTo); j++ {
+				data[j], lost[j] = synced[j], false
+			}
+			ops = append(ops, fmt.Sprintf("damage %d-%d", off, end))
+		case op < 9:
 			syncFails(t, f, &fail)
 			for j := range written {
 				lost[j] = lost[j] || written[j]

@@ -27,7 +27,8 @@ import (
 // not do for their data directory and which would make every test set-up noisy.
 //
 // A Sync that an error-injecting wrapper fails (see SyncFailer) loses the bytes written since
-// the previous Sync for good, as Linux may after a failed fsync.
+// the previous Sync for good, as Linux may after a failed fsync. FlipBit, LoseSector and
+// DamageRandom damage bytes that were already durable, as a failing disk does.
 //
 // Paths are cleaned with filepath.Clean; relative and absolute paths share one root, so "a" and
 // "/a" name the same file. Permissions and modification times are not modelled.

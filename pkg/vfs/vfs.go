@@ -2,7 +2,8 @@
 //
 // Production code uses Default (the operating system). Tests substitute an in-memory file
 // system, a crash-simulating file system that keeps only what was synced, or an error-injecting
-// wrapper, so recovery can be exercised without pulling power cords. The interface is the small
+// wrapper, and can damage synced data as a failing disk does (bit flips, lost sectors), so
+// recovery can be exercised without pulling power cords or waiting for bad sectors. The interface is the small
 // set of operations the value log and checkpoints need; anything more belongs to a caller.
 package vfs
 
