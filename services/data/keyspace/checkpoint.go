@@ -36,13 +36,15 @@ import (
 // deleted and re-added between chunks may be copied twice; loading keeps the later copy, and
 // replay fixes either. What must hold is that the log contains everything the copy saw, hence the
 // sync up to E before the rename: a crash can cut the log only after E, and only once the
-// checkpoint exists. Expired entries are copied like live ones; Open drops them after replay,
+// checkpoint exists. The other shards' logs are synced up to where they ended then too: an entry
+// may point at one part of a transaction, and recovery applies no part unless every part is
+// there (txcond.go). Expired entries are copied like live ones; Open drops them after replay,
 // exactly as a full replay would.
 //
 // # Loading and replay
 //
-// Open reads the checkpoint into the index, sets the shard's version to V, and opens the log with
-// ReplayFrom = P. A file that fails any check (header, block or trailer CRC, counts, length,
+// Open reads the checkpoint into the index, sets the shard's version to V, and replays the log
+// from P. A file that fails any check (header, block or trailer CRC, counts, length,
 // written for another shard or shard count) is rejected whole; so is a position the log does not
 // reach (vlog.ErrReplayStart). Either way the shard falls back to a full replay, which is always
 // correct, and the fact is logged and counted. Only one checkpoint is kept: a previous one would
@@ -294,6 +296,7 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 		chunk = ks.opts.ckptChunk
 	}
 	var endLSN uint64
+	var others []uint64 // the other shards' log ends, in order
 	var e ckptEntry
 	avg := 12
 	if hdr.hintEntries > 0 {
@@ -312,7 +315,7 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 			if !ie.live() {
 				continue
 			}
-			e = ckptEntry{db: ie.db(), vtype: ie.vtype(), expireAt: ie.expireAt, seg: ie.seg, off: ie.off, vlen: ie.vlen, key: s.ix.key(ie)}
+			e = ckptEntry{db: ie.db(), vtype: ie.vtype(), tx: ie.tx(), expireAt: ie.expireAt, seg: ie.seg, off: ie.off, vlen: ie.vlen, key: s.ix.key(ie)}
 			if ie.raw() {
 				e.vtype |= RawHint
 			}
@@ -326,6 +329,13 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 		done := cursor >= s.ix.high
 		if done {
 			_, endLSN = s.log.Position()
+			// An entry may point at a part of a transaction whose other parts are in other
+			// shards' logs: those must be durable too before the checkpoint is (txcond.go).
+			for _, o := range ks.shards {
+				if o != s {
+					others = append(others, o.log.AppendedLSN())
+				}
+			}
 		}
 		s.mu.RUnlock()
 		if err != nil {
@@ -352,6 +362,16 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 	// Everything the copy saw must be durable before the checkpoint can be.
 	if err := s.log.Flush(endLSN, true); err != nil {
 		return ks.checkpointFailed(s, "sync log", err)
+	}
+	i := 0
+	for _, o := range ks.shards {
+		if o == s {
+			continue
+		}
+		if err := o.log.Flush(others[i], true); err != nil {
+			return ks.checkpointFailed(s, fmt.Sprintf("sync the log of shard %d", o.id), err)
+		}
+		i++
 	}
 	if err := f.Sync(); err != nil {
 		return ks.checkpointFailed(s, "sync", err)
@@ -389,84 +409,6 @@ func (ks *Keyspace) checkpointFailed(s *shard, op string, err error) error {
 	ks.ckpt.failed.Add(1)
 	ks.log.Warn("checkpoint failed; the log still holds everything", "shard", s.id, "op", op, "err", err)
 	return fmt.Errorf("keyspace: checkpoint of shard %d: %s: %w", s.id, op, err)
-}
-
-// openLog opens s's log (vlog.Open with opts and replay), starting from s's checkpoint when
-// there is a usable one. See the file comment.
-func (ks *Keyspace) openLog(s *shard, opts vlog.Options, replay vlog.ReplayFunc) (*vlog.Log, error) {
-	s.ckpt.dir = opts.Dir
-	var records, bytes uint64
-	fn := func(loc vlog.Loc, h vlog.Header, key, val []byte) error {
-		records++
-		bytes += uint64(h.Size())
-		if h.Version <= s.ckpt.loadVersion {
-			s.replayCoveredLocked(ks, loc, h, key, val)
-			return nil
-		}
-		return replay(loc, h, key, val)
-	}
-	loaded, err := ks.loadCheckpoint(s)
-	if err != nil {
-		return nil, err
-	}
-	if loaded {
-		opts.ReplayFrom = s.ckpt.pos
-	}
-	l, err := vlog.Open(opts, fn)
-	if loaded && errors.Is(err, vlog.ErrReplayStart) {
-		ks.ckpt.rejected.Add(1)
-		ks.log.Warn("checkpoint ignored: the log does not reach its position; replaying the whole log", "shard", s.id, "err", err)
-		if err := s.resetLocked(); err != nil {
-			return nil, err
-		}
-		loaded, records, bytes = false, 0, 0
-		opts.ReplayFrom = vlog.Loc{}
-		l, err = vlog.Open(opts, fn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.ckpt.loadVersion = 0
-	if loaded {
-		ks.ckpt.loadedEntries.Add(uint64(s.ckpt.entries.Load()))
-		if n := s.dropDanglingLocked(l); n > 0 {
-			ks.ckpt.danglingDropped.Add(uint64(n))
-			ks.log.Info("checkpoint entries of keys deleted and reclaimed since dropped", "shard", s.id, "entries", n)
-		}
-	}
-	_, lsn := l.Position()
-	s.ckpt.baseLSN.Store(int64(lsn) - int64(bytes))
-	ks.ckpt.replayedRecords.Add(records)
-	ks.ckpt.replayedBytes.Add(bytes)
-	return l, nil
-}
-
-// replayCoveredLocked applies a tail record whose version the loaded checkpoint covers: a copy
-// the collector made of an older record. Only a put copy of a key whose entry still holds the
-// checkpoint's state does anything: the entry moves to the copy. For a chunked value the copy
-// is a manifest naming chunks the collector moved, of the same value.
-func (s *shard) replayCoveredLocked(ks *Keyspace, loc vlog.Loc, h vlog.Header, key, val []byte) {
-	if h.Kind != vlog.KindPut || int(h.DB) >= len(s.keys) {
-		return
-	}
-	i, _, found := s.ix.find(uint32(ks.hash(h.DB, key)), h.DB, key)
-	if !found {
-		return // deleted before the checkpoint: a copy must not bring it back
-	}
-	e := s.ix.entry(i)
-	vlen, chunked, err := s.recordValueLen(h, val)
-	if err != nil || e.w0&flagCkpt == 0 || e.vlen != vlen || e.chunked() != chunked {
-		ks.ckpt.relocatedSkipped.Add(1)
-		return // redefined by a later record of the tail
-	}
-	e.seg, e.off = loc.Seg, loc.Off
-	// The copy carries the expire-at the key had when it was made (reclaim.go), which may
-	// come from an expire record the collector has since dropped; later expire records of
-	// the tail are replayed after it.
-	s.countLocked(e, -1)
-	e.expireAt = h.ExpireAt
-	s.countLocked(e, 1)
-	ks.ckpt.relocated.Add(1)
 }
 
 // dropDanglingLocked clears flagCkpt from every entry and removes the entries whose segment the
@@ -599,7 +541,7 @@ func (s *shard) loadEntryLocked(ks *Keyspace, ce *ckptEntry) error {
 	}
 	h := uint32(ks.hash(ce.db, ce.key))
 	i, _, found := s.ix.find(h, ce.db, ce.key)
-	v := valueRef{vtype: ce.vtype, expireAt: ce.expireAt, seg: ce.seg, off: ce.off, vlen: ce.vlen}
+	v := valueRef{vtype: ce.vtype, tx: ce.tx, expireAt: ce.expireAt, seg: ce.seg, off: ce.off, vlen: ce.vlen}
 	_, e, err := s.pointLocked(i, found, h, ce.db, ce.key, v)
 	if err != nil {
 		return err

@@ -43,9 +43,11 @@ import (
 //
 // and nothing after the trailer. An entry is db (1 byte), meta (1 byte: value type in the low
 // four bits, 0x10 for the raw hint, 0x20 for a chunked value whose manifest the entry points
-// at, see chunked.go), then uvarints expire-at, segment, offset, value length, key length, and
-// the key's bytes: about 8 bytes of metadata beside the key for a typical entry, so a checkpoint
-// is a small fraction of the log it replaces.
+// at, see chunked.go, 0x40 when the record is part of a transaction), the record's transaction
+// code (1 byte, txCode) when meta has 0x40, then uvarints expire-at, segment, offset, value
+// length, key length, and the key's bytes: about 8 bytes of metadata beside the key for a
+// typical entry, so a checkpoint is a small fraction of the log it replaces. Format 1 had no
+// transaction codes.
 //
 // The per-block CRC lets a reader reject a damaged block before a single entry of it reaches the
 // index; the whole-file CRC and the entry count in the trailer catch what per-block checks cannot
@@ -56,7 +58,7 @@ import (
 // 48-byte budget) and reading each record's header back from the log to learn it would cost a
 // random read per key. The header's version is enough; see checkpoint.go for why.
 const (
-	ckptFormat      = 1
+	ckptFormat      = 2
 	ckptHeaderSize  = 72
 	ckptTrailerSize = 24
 	// ckptMaxBlock bounds a block's payload when reading, so a damaged length cannot make the
@@ -156,14 +158,22 @@ func ckptCRC(crc uint32, b []byte) uint32 {
 type ckptEntry struct {
 	db       uint8
 	vtype    uint8 // with RawHint when the entry has the raw flag, vtChunked when chunked
+	tx       uint8 // the record's transaction code (txCode)
 	expireAt int64
 	seg, off uint32
 	vlen     uint32
 	key      []byte
 }
 
+// ckptTx marks, in an entry's meta byte, that a transaction code follows.
+const ckptTx = 0x40
+
 func appendCkptEntry(b []byte, e *ckptEntry) []byte {
-	b = append(b, e.db, e.vtype)
+	if e.tx != 0 {
+		b = append(b, e.db, e.vtype|ckptTx, e.tx)
+	} else {
+		b = append(b, e.db, e.vtype)
+	}
 	b = binary.AppendUvarint(b, uint64(e.expireAt))
 	b = binary.AppendUvarint(b, uint64(e.seg))
 	b = binary.AppendUvarint(b, uint64(e.off))
@@ -178,11 +188,19 @@ func decodeCkptEntry(b []byte, e *ckptEntry) (int, error) {
 	if len(b) < 2 {
 		return 0, ckptCorrupt("entry cut short")
 	}
-	e.db, e.vtype = b[0], b[1]
-	if e.vtype&^(RawHint|vtChunked|0xf) != 0 {
+	e.db, e.vtype, e.tx = b[0], b[1], 0
+	if e.vtype&^(RawHint|vtChunked|ckptTx|0xf) != 0 {
 		return 0, ckptCorrupt("entry meta %#x", e.vtype)
 	}
 	n := 2
+	if e.vtype&ckptTx != 0 {
+		if len(b) < 3 || b[2] == 0 {
+			return 0, ckptCorrupt("entry transaction code missing")
+		}
+		e.vtype &^= ckptTx
+		e.tx = b[2]
+		n = 3
+	}
 	var v [5]uint64
 	limits := [5]uint64{1<<63 - 1, 1<<32 - 1, 1<<32 - 1, 1<<32 - 1, 1<<32 - 1}
 	for i := range v {

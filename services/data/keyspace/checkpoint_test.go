@@ -519,10 +519,10 @@ func TestCheckpointRejected(t *testing.T) {
 			}
 			if tc.shards != 0 {
 				// shard-000 is now shard 0 of 2, and its checkpoint says 1 shard. Open refuses
-				// a changed shard count through the layout file; remove it to check that the
+				// a changed shard count through the format file; change it to check that the
 				// checkpoint's own check holds too.
 				opts.Shards = tc.shards
-				if err := mem.Remove(filepath.Join(opts.Dir, layoutFile)); err != nil {
+				if err := writeFileAtomic(mem, opts.Dir, formatFile, dirFormat{version: formatVersion, shards: tc.shards}.encode()); err != nil {
 					t.Fatal(err)
 				}
 			}

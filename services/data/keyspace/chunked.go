@@ -6,37 +6,47 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
 // Large strings. A string longer than ChunkThreshold is not one record but ChunkSize chunk
-// records (vlog.KindChunk; the last one shorter) and one manifest, so that GETRANGE, SETRANGE and
-// APPEND read and write only the chunks they touch instead of the whole value.
+// records (sub-records, vlog.KindSub; the last one shorter) and one manifest, so that GETRANGE,
+// SETRANGE and APPEND read and write only the chunks they touch instead of the whole value.
 //
 // # Records
 //
-// Chunk j of a value holds bytes [j*ChunkSize, min((j+1)*ChunkSize, length)). Its record carries
-// the key and database like any record (a reader checks they are the key's), the chunk's offset
-// in its expire-at field (a reader checks the manifest named the right chunk), and its own CRC.
-// The manifest is an ordinary put record whose type byte has vtChunked set and whose payload is
+// Each chunked value is an object with a random 64-bit id. Chunk j holds bytes
+// [j*ChunkSize, min((j+1)*ChunkSize, length)); its record carries the object id in its key field
+// (8 bytes, not the key: a 64 KiB key with a 1 MiB value writes about 1 MiB, not 9 MB), j in its
+// Sub field, the version of the manifest that first wrote it, and its own CRC. A reader checks
+// that a chunk carries the manifest's object id and index and has the chunk's length. The
+// manifest is an ordinary put record with vlog.FlagDir set, whose payload is
 //
 //	0  length  uint64   the string's length
 //	8  chunk   uint32   the chunk size (ChunkSize)
 //	12 count   uint32   chunks: ceil(length/chunk)
-//	16 locs    count x (segment uint32, offset uint32): where chunk j lives
+//	16 object  uint64   the object id its chunks carry
+//	24 locs    count x (shard uint16, segment uint32, offset uint32): where chunk j lives
 //
-// all little endian: 8 bytes per 8 KiB, about 100 KB for a 100 MB string. Chunks are appended
-// before their manifest, in the same shard log, so the log's prefix durability means that a
-// manifest that survived a crash has all its chunks. Segment ids are never reused, so a
-// (segment, offset) names one record for ever. Replay never applies a chunk record (it is
-// reachable only through a manifest), so a dead chunk can neither hide nor resurrect anything.
+// all little endian: 10 bytes per 8 KiB, about 128 KB for a 100 MB string. A location names the
+// shard whose log holds the chunk, so that a manifest may one day name chunks another shard
+// wrote; today every chunk lies in its manifest's shard. Chunks are appended before their
+// manifest, in the same shard log, so the log's prefix durability means that a manifest that
+// survived a crash has all its chunks. Segment ids are never reused, so a (shard, segment,
+// offset) names one record for ever. Replay never applies a sub-record (it is reachable only
+// through a manifest), so a dead chunk can neither hide nor resurrect anything.
 //
 // The index entry of a chunked value points at its manifest, carries flagChunked (checkpoints
 // carry it as vtChunked in the entry's type byte) and keeps the logical length in vlen, so STRLEN,
 // TYPE and SCAN need no disk read; the manifest's own record size follows from the length and
 // the chunk size (shard.recLen), which is what accounting and reads use.
+//
+// Each shard keeps, in memory, the object ids of the chunked values whose manifests it holds
+// (shard.objs): the collector finds a chunk's owner through it. It costs about a hundred bytes
+// and the key per chunked value, under 0.2% of the value's bytes.
 //
 // # Reads and writes
 //
@@ -44,7 +54,7 @@ import (
 // GETRANGE reads the manifest and only the chunks overlapping the range. SETRANGE and APPEND
 // (Tx.WriteAt) read the manifest and only the edge chunks the patch overwrites in part, write the
 // chunks it changes and a new manifest that reuses every untouched chunk's location. So each
-// edit also rewrites the manifest, about 0.1% of the value (100 KB for 100 MB): accepted,
+// edit also rewrites the manifest, about 0.12% of the value (128 KB for 100 MB): accepted,
 // because it keeps one record per value in the index and a manifest that is checked whole by
 // its CRC. A value edited in place never shrinks; SET replaces it whole, chunked again or not
 // by its new length, so strings cross the threshold both ways naturally.
@@ -71,29 +81,30 @@ import (
 //
 // # Reclamation
 //
-// A chunk in a segment being collected is live if and only if its key's current manifest names
-// exactly its location. The collector notes the keys whose chunks (or live manifest) it finds
-// in the segment and then, per key, reads the manifest and the chunks it names in the segment,
-// relocateRound at a time so that memory stays bounded, appends their copies under the shard
-// lock while the key's entry still points at that manifest, and last, by the same
-// compare-and-swap as every move, one new manifest (same version and type, current expire-at)
-// naming them (relocateChunked). Copies of a value that changed meanwhile are marked dead.
+// A chunk in a segment being collected is live if and only if the current manifest of its
+// object's key names exactly its location. The collector notes the keys whose chunks (found
+// through shard.objs) or live manifest it finds in the segment and then, per key, reads the
+// manifest and the chunks it names in the segment, relocateRound at a time so that memory
+// stays bounded, appends their copies under the shard lock while the key's entry still points
+// at that manifest, and last, by the same compare-and-swap as every move, one new manifest
+// (same version, type and object, current expire-at) naming them (relocateChunked). Copies of a
+// value that changed meanwhile are marked dead.
 //
 // Moving a key's chunks kills its old manifest, which usually lies in another segment. With
-// manifests large against segments (1 MiB segments and 512 MB strings: 512 KB manifests) that
+// manifests large against segments (1 MiB segments and 512 MB strings: 640 KB manifests) that
 // could make the other segment worth collecting, and two segments could hand a value's chunks
 // back and forth for ever. So a collection the policy chose goes ahead only if the manifests it
 // would kill elsewhere weigh less than half the dead bytes it frees (planRelocation); otherwise it
 // is deferred until the segment holds more garbage. Every collection the policy completes then
 // lowers the dead bytes on disk, and the collector settles. At the default 64 MiB segments no
-// manifest (4 MB at most) comes near that.
+// manifest (5 MB at most) comes near that.
 //
 // # Why 64 KiB
 //
 // ChunkThreshold trades the two costs. Below it a value is one record: GET is one read and one
 // round trip, and an edit rewrites at most 64 KiB, about what an edit of a 64 MB chunked value
 // costs in manifest alone. Above it a GET costs a round trip more (manifest, then chunks), which
-// the transfer time of such a value dwarfs, and an edit costs its edge chunks plus 8 bytes per
+// the transfer time of such a value dwarfs, and an edit costs its edge chunks plus 10 bytes per
 // chunk. On NVMe a 64 KiB read takes little longer than a 4 KiB one, so chunking smaller values
 // (the design's first sketch said 8 KiB) would add a round trip to every GET of them to save
 // little. The chunk size stays 8 KiB: the unit a range read or an edit pays.
@@ -110,12 +121,14 @@ const (
 	// MaxValueLen is the longest value the index can describe (its length is 32 bits).
 	MaxValueLen = math.MaxUint32
 
-	// vtChunked marks a chunked value in a record's type byte (the manifest's) and in a
-	// checkpoint entry's; Put and Tx.Put clear it from the types they are given.
+	// vtChunked marks a chunked value in an index or checkpoint entry's type byte (records say
+	// it with vlog.FlagDir); Put and Tx.Put clear it from the types they are given.
 	vtChunked uint8 = 0x20
 
-	manifestHeader  = 16
-	manifestLocSize = 8
+	manifestHeader  = 24
+	manifestLocSize = 10
+	// oidSize is the size of an object id, the key field of its sub-records.
+	oidSize = 8
 	// readBatch bounds the chunk reads submitted to the engine at once (and the buffers they
 	// hold): 256 reads of 8 KiB.
 	readBatch = 256
@@ -130,11 +143,27 @@ const (
 
 var errValueTooLong = fmt.Errorf("keyspace: value longer than %d bytes", int64(MaxValueLen))
 
+// chunkLoc is where a chunk lives: the shard whose log holds it and its location there.
+type chunkLoc struct {
+	shard uint16
+	loc   vlog.Loc
+}
+
 // manifest is a chunked value's manifest.
 type manifest struct {
 	length int64      // the value's length
 	chunk  int        // chunk size
-	locs   []vlog.Loc // chunk j's record
+	oid    uint64     // the object id its chunks carry
+	locs   []chunkLoc // chunk j's record
+}
+
+// newObjectID returns the id of a new chunked value. Ids are random: two values sharing one
+// only cost the collector a wasted look (it checks the manifest names the exact location).
+func newObjectID() uint64 { return rand.Uint64() }
+
+// oidKey is the key field of an object's sub-records.
+func oidKey(oid uint64) []byte {
+	return binary.LittleEndian.AppendUint64(make([]byte, 0, oidSize), oid)
 }
 
 func chunkCount(length int64, chunk int) int {
@@ -158,16 +187,18 @@ func (m *manifest) spanLen(j int) int {
 	return int(to - from)
 }
 
-// chunkRecSize is the size of chunk j's record for a key of keyLen bytes.
-func (m *manifest) chunkRecSize(keyLen, j int) int64 { return vlog.RecordSize(keyLen, m.spanLen(j)) }
+// chunkRecSize is the size of chunk j's record.
+func (m *manifest) chunkRecSize(j int) int64 { return vlog.RecordSize(0, oidSize, m.spanLen(j)) }
 
 func (m *manifest) encode(dst []byte) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(m.length))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.chunk))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.locs)))
+	dst = binary.LittleEndian.AppendUint64(dst, m.oid)
 	for _, l := range m.locs {
-		dst = binary.LittleEndian.AppendUint32(dst, l.Seg)
-		dst = binary.LittleEndian.AppendUint32(dst, l.Off)
+		dst = binary.LittleEndian.AppendUint16(dst, l.shard)
+		dst = binary.LittleEndian.AppendUint32(dst, l.loc.Seg)
+		dst = binary.LittleEndian.AppendUint32(dst, l.loc.Off)
 	}
 	return dst
 }
@@ -195,10 +226,11 @@ func decodeManifest(b []byte, chunk int) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &manifest{length: length, chunk: chunk, locs: make([]vlog.Loc, chunkCount(length, chunk))}
+	m := &manifest{length: length, chunk: chunk, oid: binary.LittleEndian.Uint64(b[16:]), locs: make([]chunkLoc, chunkCount(length, chunk))}
 	p := b[manifestHeader:]
 	for j := range m.locs {
-		m.locs[j] = vlog.Loc{Seg: binary.LittleEndian.Uint32(p), Off: binary.LittleEndian.Uint32(p[4:])}
+		m.locs[j] = chunkLoc{shard: binary.LittleEndian.Uint16(p),
+			loc: vlog.Loc{Seg: binary.LittleEndian.Uint32(p[2:]), Off: binary.LittleEndian.Uint32(p[6:])}}
 		p = p[manifestLocSize:]
 	}
 	return m, nil
@@ -216,30 +248,36 @@ func (s *shard) recLen(e *entry) int {
 }
 
 // recSize is the size of the record e points at.
-func (s *shard) recSize(e *entry) int64 { return vlog.RecordSize(len(s.ix.key(e)), s.recLen(e)) }
+func (s *shard) recSize(e *entry) int64 {
+	return vlog.RecordSize(txExtLen(e.tx(), s.nshards), len(s.ix.key(e)), s.recLen(e))
+}
 
 // recordValueLen returns what the index keeps of a put record: the value's length (for a
 // manifest, the length it describes) and whether the value is chunked.
 func (s *shard) recordValueLen(h vlog.Header, val []byte) (uint32, bool, error) {
-	if h.VType&vtChunked == 0 {
+	if h.Flags&vlog.FlagDir == 0 {
 		return h.ValLen, false, nil
 	}
 	n, err := decodeManifestHeader(val, s.cs)
 	return uint32(n), true, err
 }
 
+// logOf returns the log of shard i.
+func (ks *Keyspace) logOf(i uint16) *vlog.Log { return ks.shards[i].log }
+
 // recRead is one record to read.
 type recRead struct {
+	log *vlog.Log
 	loc vlog.Loc
 	n   int
 }
 
-// readRecords reads the records rs from s's log, readBatch at a time in one engine batch each,
-// and calls each for every one in order, with its bytes (valid during the call) or the error
-// that kept it from being read (an error of the read itself, or vlog.ErrSegmentGone). When
-// each returns an error readRecords stops and returns it. fill says whether records read from
-// disk may be added to the value cache. No lock need be held; the shard's may be.
-func (ks *Keyspace) readRecords(s *shard, rs []recRead, fill bool, each func(i int, rec []byte, err error) error) error {
+// readRecords reads the records rs, readBatch at a time in one engine batch each, and calls each
+// for every one in order, with its bytes (valid during the call) or the error that kept it from
+// being read (an error of the read itself, or vlog.ErrSegmentGone). When each returns an error
+// readRecords stops and returns it. fill says whether records read from disk may be added to the
+// value cache. No lock need be held; shard locks may be.
+func (ks *Keyspace) readRecords(rs []recRead, fill bool, each func(i int, rec []byte, err error) error) error {
 	n := min(len(rs), readBatch)
 	rds := make([]vlog.Read, n)
 	ptrs := make([]*vlog.Read, 0, n)
@@ -249,9 +287,9 @@ func (ks *Keyspace) readRecords(s *shard, rs []recRead, fill bool, each func(i i
 		ptrs = ptrs[:0]
 		for i, r := range batch {
 			if fill {
-				perr[i] = s.log.PrepareRead(&rds[i], r.loc, r.n)
+				perr[i] = r.log.PrepareRead(&rds[i], r.loc, r.n)
 			} else {
-				perr[i] = s.log.PrepareReadNoFill(&rds[i], r.loc, r.n)
+				perr[i] = r.log.PrepareReadNoFill(&rds[i], r.loc, r.n)
 			}
 			if perr[i] == nil {
 				ptrs = append(ptrs, &rds[i])
@@ -286,46 +324,58 @@ func (ks *Keyspace) readRecords(s *shard, rs []recRead, fill bool, each func(i i
 }
 
 // manifestOf verifies that rec is the manifest of (db, key) describing length bytes (any key
-// when key is nil, any length when length < 0) and decodes it.
-func (s *shard) manifestOf(rec []byte, db uint8, key []byte, length int64) (*manifest, vlog.Header, []byte, error) {
-	h, k, val, err := vlog.DecodeRecord(rec)
+// when key is nil, any length when length < 0) and decodes it; the record returned aliases rec.
+func (s *shard) manifestOf(rec []byte, db uint8, key []byte, length int64) (*manifest, vlog.Record, error) {
+	r, err := vlog.DecodeRecord(rec)
 	if err != nil {
-		return nil, h, nil, err
+		return nil, r, err
 	}
-	if h.Kind != vlog.KindPut || h.VType&vtChunked == 0 || (key != nil && (h.DB != db || !bytes.Equal(k, key))) {
-		return nil, h, nil, fmt.Errorf("%w: index points at a record that is not the key's manifest", vlog.ErrCorrupt)
+	h := r.Header
+	if h.Kind != vlog.KindPut || h.Flags&vlog.FlagDir == 0 || (key != nil && (h.DB != db || !bytes.Equal(r.Key, key))) {
+		return nil, r, fmt.Errorf("%w: index points at a record that is not the key's manifest", vlog.ErrCorrupt)
 	}
-	m, err := decodeManifest(val, s.cs)
+	m, err := decodeManifest(r.Val, s.cs)
 	if err == nil && length >= 0 && m.length != length {
 		err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, m.length, length)
 	}
-	return m, h, k, err
+	return m, r, err
 }
 
-// chunkOf verifies that rec is chunk j of m, a manifest of (db, key), and returns its bytes.
-func chunkOf(rec []byte, db uint8, key []byte, m *manifest, j int) ([]byte, error) {
-	h, k, val, err := vlog.DecodeRecord(rec)
+// chunkOf verifies that rec is chunk j of the object m describes and returns its bytes.
+func chunkOf(rec []byte, m *manifest, j int) ([]byte, error) {
+	r, err := vlog.DecodeRecord(rec)
 	if err != nil {
 		return nil, err
 	}
-	from, to := m.span(j)
-	if h.Kind != vlog.KindChunk || h.DB != db || !bytes.Equal(k, key) || h.ExpireAt != from || int64(len(val)) != to-from {
+	h := r.Header
+	if h.Kind != vlog.KindSub || len(r.Key) != oidSize || binary.LittleEndian.Uint64(r.Key) != m.oid ||
+		h.Sub != uint64(j) || len(r.Val) != m.spanLen(j) {
 		return nil, fmt.Errorf("%w: manifest names a record that is not its chunk %d", vlog.ErrCorrupt, j)
 	}
-	return val, nil
+	return r.Val, nil
 }
 
-// readChunks reads chunks js of m, the manifest of (db, key), and calls put with each one's
-// position in js and its bytes (valid during the call).
-func (ks *Keyspace) readChunks(s *shard, db uint8, key []byte, m *manifest, js []int, put func(i int, b []byte)) error {
+// chunkRead is the read of chunk j of m.
+func (ks *Keyspace) chunkRead(m *manifest, j int) recRead {
+	cl := m.locs[j]
+	if int(cl.shard) >= len(ks.shards) {
+		// A manifest naming a shard this keyspace does not have: the read fails as corrupt.
+		return recRead{log: ks.shards[0].log, loc: vlog.Loc{}, n: int(m.chunkRecSize(j))}
+	}
+	return recRead{log: ks.logOf(cl.shard), loc: cl.loc, n: int(m.chunkRecSize(j))}
+}
+
+// readChunks reads chunks js of m and calls put with each one's position in js and its bytes
+// (valid during the call).
+func (ks *Keyspace) readChunks(m *manifest, js []int, put func(i int, b []byte)) error {
 	rs := make([]recRead, len(js))
 	for i, j := range js {
-		rs[i] = recRead{loc: m.locs[j], n: int(m.chunkRecSize(len(key), j))}
+		rs[i] = ks.chunkRead(m, j)
 	}
-	return ks.readRecords(s, rs, len(js) <= fillChunks, func(i int, rec []byte, err error) error {
+	return ks.readRecords(rs, len(js) <= fillChunks, func(i int, rec []byte, err error) error {
 		if err == nil {
 			var b []byte
-			if b, err = chunkOf(rec, db, key, m, js[i]); err == nil {
+			if b, err = chunkOf(rec, m, js[i]); err == nil {
 				put(i, b)
 				return nil
 			}
@@ -351,38 +401,56 @@ func (m *manifest) chunkRange(from, to int64) []int {
 }
 
 // readValueRange reads bytes [from, to) of the value m describes into dst.
-func (ks *Keyspace) readValueRange(s *shard, db uint8, key []byte, m *manifest, from, to int64, dst []byte) error {
+func (ks *Keyspace) readValueRange(m *manifest, from, to int64, dst []byte) error {
 	js := m.chunkRange(from, to)
-	return ks.readChunks(s, db, key, m, js, func(i int, b []byte) {
+	return ks.readChunks(m, js, func(i int, b []byte) {
 		cf, _ := m.span(js[i])
 		lo, hi := max(from, cf), min(to, cf+int64(len(b)))
 		copy(dst[lo-from:], b[lo-cf:hi-cf])
 	})
 }
 
+// markChunkDead records that no manifest names chunk j of m any more.
+func (ks *Keyspace) markChunkDead(m *manifest, j int) {
+	if cl := m.locs[j]; int(cl.shard) < len(ks.shards) {
+		ks.logOf(cl.shard).MarkChunkDead(cl.loc, m.chunkRecSize(j))
+	}
+}
+
+// chunkedBytes is the size of the records appendChunkedLocked appends: the chunks js of m and
+// a manifest for key with an extension block of extLen bytes.
+func chunkedBytes(m *manifest, js []int, keyLen, extLen int) int64 {
+	var n int64
+	for _, j := range js {
+		n += m.chunkRecSize(j)
+	}
+	return n + vlog.RecordSize(extLen, keyLen, manifestSize(m.length, m.chunk))
+}
+
 // appendChunkedLocked appends the chunks js (ascending) of value m of key, whose bytes data
-// gives, then the manifest as a record with header h, and returns the manifest's location and
-// the LSN past it. m.locs must hold the locations of the chunks not in js; those of js are set.
-// If an append fails, the chunks appended are marked dead (no manifest names them) and the
-// error is returned. The shard lock is held.
-func (s *shard) appendChunkedLocked(h vlog.Header, key []byte, m *manifest, js []int, data func(j int) []byte) (vlog.Loc, uint64, error) {
-	ch := vlog.Header{Kind: vlog.KindChunk, DB: h.DB, Version: h.Version}
+// gives, then the manifest as a record with header h and extension ext, and returns the
+// manifest's location and the LSN past it. m.locs must hold the locations of the chunks not in
+// js; those of js are set. If an append fails, the chunks appended are marked dead (no manifest
+// names them) and the error is returned. The shard lock is held.
+func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte, m *manifest, js []int, data func(j int) []byte) (vlog.Loc, uint64, error) {
+	ch := vlog.Header{Kind: vlog.KindSub, DB: h.DB, Version: h.Version}
+	oid := oidKey(m.oid)
 	fail := func(done []int, err error) (vlog.Loc, uint64, error) {
 		for _, j := range done {
-			s.log.MarkChunkDead(m.locs[j], m.chunkRecSize(len(key), j))
+			ks.markChunkDead(m, j)
 		}
 		return vlog.Loc{}, 0, fmt.Errorf("keyspace: %w", err)
 	}
 	for n, j := range js {
-		ch.ExpireAt, _ = m.span(j)
-		loc, _, err := s.log.Append(ch, key, data(j))
+		ch.Sub = uint64(j)
+		loc, _, err := s.log.Append(ch, oid, data(j))
 		if err != nil {
 			return fail(js[:n], err)
 		}
-		m.locs[j] = loc
+		m.locs[j] = chunkLoc{shard: uint16(s.id), loc: loc}
 	}
-	h.VType |= vtChunked
-	loc, lsn, err := s.log.Append(h, key, m.encode(make([]byte, 0, manifestSize(m.length, m.chunk))))
+	h.Flags |= vlog.FlagDir
+	loc, lsn, err := s.log.AppendExt(h, ext, key, m.encode(make([]byte, 0, manifestSize(m.length, m.chunk))))
 	if err != nil {
 		return fail(js, err)
 	}
@@ -390,17 +458,17 @@ func (s *shard) appendChunkedLocked(h vlog.Header, key []byte, m *manifest, js [
 }
 
 // putChunkedLocked commits k, a put of a value longer than the threshold: its chunks, then
-// its manifest (see chunked.go). The shard lock is held and the index has room for the key.
-func (tx *Tx) putChunkedLocked(se *Session, k *txKey, i uint32, found bool) error {
+// its manifest, a new object. The shard lock is held and the index has room for the key.
+func (tx *Tx) putChunkedLocked(se *Session, k *txKey, i uint32, found bool, ext []byte, code uint8) error {
 	s := k.shard
 	n := int64(len(k.val))
-	m := &manifest{length: n, chunk: s.cs, locs: make([]vlog.Loc, chunkCount(n, s.cs))}
+	m := k.newManifest(s)
 	js := make([]int, len(m.locs))
 	for j := range js {
 		js[j] = j
 	}
-	h := vlog.Header{Kind: vlog.KindPut, DB: k.db, VType: k.vtype, ExpireAt: k.expireAt, Version: s.version + 1}
-	loc, lsn, err := s.appendChunkedLocked(h, k.key, m, js, func(j int) []byte {
+	h := recordHeader(vlog.KindPut, k.db, k.vtype, k.expireAt, s.version+1, ext)
+	loc, lsn, err := tx.ks.appendChunkedLocked(s, h, ext, k.key, m, js, func(j int) []byte {
 		from, to := m.span(j)
 		return k.val[from:to]
 	})
@@ -408,49 +476,103 @@ func (tx *Tx) putChunkedLocked(se *Session, k *txKey, i uint32, found bool) erro
 	if err != nil {
 		return err
 	}
-	se.note(s.id, lsn)
+	tx.noteLocked(se, k, lsn)
 	if found {
 		s.markDeadLocked(s.ix.entry(i))
 	}
-	v := valueRef{vtype: k.vtype | vtChunked, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(n)}
-	_, _, err = s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v)
-	return err
+	v := valueRef{vtype: k.vtype | vtChunked, tx: code, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(n)}
+	if _, _, err = s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v); err != nil {
+		return err
+	}
+	s.registerLocked(m.oid, k.db, k.key)
+	return nil
 }
 
-// editChunkedLocked commits k's edit of its chunked value (Tx.WriteAt): the chunks it changed,
-// then a manifest naming them and every unchanged chunk of the old one. The old manifest and
-// the chunks it no longer names are dead now. The shard lock is held.
-func (tx *Tx) editChunkedLocked(se *Session, k *txKey, i uint32, found bool) error {
-	s := k.shard
-	if !found || !s.ix.entry(i).chunked() || s.ix.entry(i).loc() != k.manLoc {
-		// Update holds the shard locks from the attempt's start to its commit.
-		return fmt.Errorf("keyspace: internal error: edit of %q committed over a changed value", k.key)
+// newManifest is the manifest of k's new chunked value, its chunks' locations still unset; k
+// remembers it so that sizing and committing agree.
+func (k *txKey) newManifest(s *shard) *manifest {
+	if k.plan == nil {
+		n := int64(len(k.val))
+		k.plan = &manifest{length: n, chunk: s.cs, oid: newObjectID(), locs: make([]chunkLoc, chunkCount(n, s.cs))}
 	}
+	return k.plan
+}
+
+// editManifest is the manifest of k's edited chunked value (Tx.WriteAt): the old one's chunk
+// locations, for the length the edit gives; the edited chunks' are set when they are appended.
+func (k *txKey) editManifest() (*manifest, []int) {
 	base := k.man
-	m := &manifest{length: k.elen, chunk: base.chunk, locs: make([]vlog.Loc, chunkCount(k.elen, base.chunk))}
+	m := &manifest{length: k.elen, chunk: base.chunk, oid: base.oid, locs: make([]chunkLoc, chunkCount(k.elen, base.chunk))}
 	copy(m.locs, base.locs)
 	js := make([]int, 0, len(k.edits))
 	for j := range k.edits {
 		js = append(js, j)
 	}
 	slices.Sort(js)
-	h := vlog.Header{Kind: vlog.KindPut, DB: k.db, VType: k.vtype, ExpireAt: k.expireAt, Version: s.version + 1}
-	loc, lsn, err := s.appendChunkedLocked(h, k.key, m, js, func(j int) []byte { return k.edits[j] })
+	return m, js
+}
+
+// editChunkedLocked commits k's edit of its chunked value (Tx.WriteAt): the chunks it changed,
+// then a manifest naming them and every unchanged chunk of the old one. The old manifest and
+// the chunks it no longer names are dead now. The shard lock is held.
+func (tx *Tx) editChunkedLocked(se *Session, k *txKey, i uint32, found bool, ext []byte, code uint8) error {
+	s := k.shard
+	if !found || !s.ix.entry(i).chunked() || s.ix.entry(i).loc() != k.manLoc {
+		// Update holds the shard locks from the attempt's start to its commit.
+		return fmt.Errorf("keyspace: internal error: edit of %q committed over a changed value", k.key)
+	}
+	base := k.man
+	m, js := k.editManifest()
+	h := recordHeader(vlog.KindPut, k.db, k.vtype, k.expireAt, s.version+1, ext)
+	loc, lsn, err := tx.ks.appendChunkedLocked(s, h, ext, k.key, m, js, func(j int) []byte { return k.edits[j] })
 	s.version++
 	if err != nil {
 		return err
 	}
-	se.note(s.id, lsn)
+	tx.noteLocked(se, k, lsn)
 	e := s.ix.entry(i)
 	s.log.MarkDead(vlog.Loc{Seg: e.seg, Off: e.off}, s.recSize(e))
 	for _, j := range js {
 		if j < len(base.locs) {
-			s.log.MarkChunkDead(base.locs[j], base.chunkRecSize(len(k.key), j))
+			tx.ks.markChunkDead(base, j)
 		}
 	}
-	v := valueRef{vtype: k.vtype | vtChunked, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(k.elen)}
+	v := valueRef{vtype: k.vtype | vtChunked, tx: code, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(k.elen)}
 	_, _, err = s.pointLocked(i, true, uint32(k.hash), k.db, k.key, v)
 	return err
+}
+
+// objKey is a chunked value's key in its shard's object table.
+type objKey struct {
+	db  uint8
+	key string
+}
+
+// registerLocked records that the chunked value of (db, key), whose manifest this shard holds,
+// is object oid. The shard lock is held.
+func (s *shard) registerLocked(oid uint64, db uint8, key []byte) {
+	if s.objs == nil {
+		s.objs = map[uint64][]objKey{}
+	}
+	k := objKey{db: db, key: string(key)}
+	if !slices.Contains(s.objs[oid], k) {
+		s.objs[oid] = append(s.objs[oid], k)
+	}
+}
+
+// unregisterLocked forgets that (db, key) is object oid. The shard lock is held.
+func (ks *Keyspace) unregisterLocked(s *shard, oid uint64, db uint8, key []byte) {
+	owners := s.objs[oid]
+	i := slices.Index(owners, objKey{db: db, key: string(key)})
+	if i < 0 {
+		return
+	}
+	owners = slices.Delete(owners, i, i+1)
+	if len(owners) == 0 {
+		delete(s.objs, oid)
+	} else {
+		s.objs[oid] = owners
+	}
 }
 
 // readSlow reads key's value, or the part of it span picks from its length (nil: all of it), and
@@ -508,7 +630,7 @@ func (ks *Keyspace) readSlow(s *shard, h uint64, db uint8, key []byte, span func
 			from, to = span(m.Len)
 		}
 		buf := make([]byte, to-from)
-		err = ks.readValueRange(s, db, key, man, int64(from), int64(to), buf)
+		err = ks.readValueRange(man, int64(from), int64(to), buf)
 		if errors.Is(err, vlog.ErrSegmentGone) && attempt < readRetries && ks.moved(s, h, db, key, mloc) {
 			ks.stats.moved.Add(1)
 			continue // a collection moved the chunks and dropped their segment: look again
@@ -586,29 +708,28 @@ func (ks *Keyspace) drainLocked(s *shard) {
 	if len(q) == 0 {
 		return
 	}
-	type deadChunk struct {
-		loc vlog.Loc
-		n   int64
+	type deadObj struct {
+		m   *manifest
+		db  uint8
+		key []byte
 	}
 	for start := 0; start < len(q); start += readBatch {
 		batch := q[start:min(start+readBatch, len(q))]
 		rs := make([]recRead, len(batch))
 		for i, d := range batch {
-			rs[i] = recRead{loc: d.loc, n: int(d.n)}
+			rs[i] = recRead{log: s.log, loc: d.loc, n: int(d.n)}
 		}
-		var dead []deadChunk
+		var dead []deadObj
 		var again []deadManifest
-		ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+		ks.readRecords(rs, false, func(i int, rec []byte, err error) error {
 			var m *manifest
-			var key []byte
+			var r vlog.Record
 			if err == nil {
-				m, _, key, err = s.manifestOf(rec, 0, nil, -1)
+				m, r, err = s.manifestOf(rec, 0, nil, -1)
 			}
 			switch {
 			case err == nil:
-				for j, loc := range m.locs {
-					dead = append(dead, deadChunk{loc, m.chunkRecSize(len(key), j)})
-				}
+				dead = append(dead, deadObj{m, r.Header.DB, append([]byte(nil), r.Key...)})
 			case errors.Is(err, vlog.ErrSegmentGone):
 				// FLUSHALL dropped it (flushGen tells), or something is badly wrong.
 				ks.log.Debug("dead manifest's segment is gone", "shard", s.id, "segment", batch[i].loc.Seg)
@@ -623,7 +744,10 @@ func (ks *Keyspace) drainLocked(s *shard) {
 		s.mu.Lock()
 		if s.flushGen == gen {
 			for _, d := range dead {
-				s.log.MarkChunkDead(d.loc, d.n)
+				for j := range d.m.locs {
+					ks.markChunkDead(d.m, j)
+				}
+				ks.unregisterLocked(s, d.m.oid, d.db, d.key)
 			}
 			s.deadMans = append(s.deadMans, again...)
 		}
@@ -647,17 +771,17 @@ func (ks *Keyspace) indexLiveLocked(s *shard) (map[uint32]int64, error) {
 		n := s.recSize(e)
 		live[e.seg] += n
 		if e.chunked() {
-			rs = append(rs, recRead{loc: vlog.Loc{Seg: e.seg, Off: e.off}, n: int(n)})
+			rs = append(rs, recRead{log: s.log, loc: vlog.Loc{Seg: e.seg, Off: e.off}, n: int(n)})
 			idx = append(idx, i)
 		}
 	}
 	var errs []error
-	ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+	ks.readRecords(rs, false, func(i int, rec []byte, err error) error {
 		e := s.ix.entry(idx[i])
 		key := s.ix.key(e)
 		var m *manifest
 		if err == nil {
-			m, _, _, err = s.manifestOf(rec, e.db(), key, int64(e.vlen))
+			m, _, err = s.manifestOf(rec, e.db(), key, int64(e.vlen))
 		}
 		if err != nil {
 			if len(errs) < 10 {
@@ -665,9 +789,12 @@ func (ks *Keyspace) indexLiveLocked(s *shard) (map[uint32]int64, error) {
 			}
 			return nil
 		}
-		for j, loc := range m.locs {
-			live[loc.Seg] += m.chunkRecSize(len(key), j)
+		for j, cl := range m.locs {
+			if int(cl.shard) == s.id {
+				live[cl.loc.Seg] += m.chunkRecSize(j)
+			}
 		}
+		s.registerLocked(m.oid, e.db(), key)
 		return nil
 	})
 	return live, errors.Join(errs...)
@@ -713,9 +840,13 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 
 	var man *manifest
 	var mh vlog.Header
-	err = ks.readRecords(s, []recRead{{loc: mloc, n: int(mn)}}, false, func(_ int, rec []byte, err error) error {
+	var mext []byte // the manifest's extension block: a copy keeps a transaction's condition
+	err = ks.readRecords([]recRead{{log: s.log, loc: mloc, n: int(mn)}}, false, func(_ int, rec []byte, err error) error {
 		if err == nil {
-			man, mh, _, err = s.manifestOf(rec, db, key, length)
+			var r vlog.Record
+			if man, r, err = s.manifestOf(rec, db, key, length); err == nil {
+				mh, mext = r.Header, append([]byte(nil), r.Ext...)
+			}
 		}
 		return err
 	})
@@ -734,21 +865,20 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	ks.rc.scanned.Add(uint64(mn))
 	var js []int
 	for j, l := range man.locs {
-		if l.Seg == seg {
+		if int(l.shard) == s.id && l.loc.Seg == seg {
 			js = append(js, j)
 		}
 	}
 	if len(js) == 0 && mloc.Seg != seg {
 		return true, nil // nothing of it here (any more)
 	}
-	klen := len(key)
 	copies := make([]vlog.Loc, 0, len(js))
 	// abandon marks the copies made dead (nothing names them), unless a flush counted every
 	// record dead since they were made. The shard lock is held.
 	abandon := func() {
 		if s.flushGen == gen {
 			for n, loc := range copies {
-				s.log.MarkChunkDead(loc, man.chunkRecSize(klen, js[n]))
+				s.log.MarkChunkDead(loc, man.chunkRecSize(js[n]))
 			}
 		}
 	}
@@ -757,9 +887,9 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		round := js[start:min(start+relocateRound, len(js))]
 		chunks := make([][]byte, len(round))
 		var read int64
-		err := ks.readChunks(s, db, key, man, round, func(i int, b []byte) {
+		err := ks.readChunks(man, round, func(i int, b []byte) {
 			chunks[i] = append([]byte(nil), b...)
-			read += man.chunkRecSize(klen, round[i])
+			read += man.chunkRecSize(round[i])
 		})
 		ks.rc.scanned.Add(uint64(read))
 		s.mu.Lock()
@@ -776,18 +906,19 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 			}
 			return true, err
 		}
-		ch := vlog.Header{Kind: vlog.KindChunk, DB: db, Version: mh.Version}
+		ch := vlog.Header{Kind: vlog.KindSub, DB: db, Version: mh.Version}
+		oid := oidKey(man.oid)
 		var written int64
 		for n, j := range round {
-			ch.ExpireAt, _ = man.span(j)
-			loc, l, err := s.log.Append(ch, key, chunks[n])
+			ch.Sub = uint64(j)
+			loc, l, err := s.log.Append(ch, oid, chunks[n])
 			if err != nil {
 				abandon()
 				s.mu.Unlock()
 				return true, fmt.Errorf("keyspace: %w", err)
 			}
 			copies, lsn = append(copies, loc), l
-			written += man.chunkRecSize(klen, j)
+			written += man.chunkRecSize(j)
 		}
 		s.mu.Unlock()
 		ks.rc.moved.Add(uint64(written))
@@ -810,23 +941,23 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		abandon()
 		return false, nil // changed meanwhile: read the new manifest
 	}
-	nm := &manifest{length: man.length, chunk: man.chunk, locs: slices.Clone(man.locs)}
+	nm := &manifest{length: man.length, chunk: man.chunk, oid: man.oid, locs: slices.Clone(man.locs)}
 	for n, j := range js {
-		nm.locs[j] = copies[n]
+		nm.locs[j] = chunkLoc{shard: uint16(s.id), loc: copies[n]}
 	}
 	e = s.ix.entry(i)
 	mh.ExpireAt = e.expireAt
-	loc, lsn, err := s.appendChunkedLocked(mh, key, nm, nil, nil)
+	loc, lsn, err := ks.appendChunkedLocked(s, mh, mext, key, nm, nil, nil)
 	if err != nil {
 		abandon()
 		return true, err
 	}
 	s.log.MarkDead(mloc, mn)
 	for _, j := range js {
-		s.log.MarkChunkDead(man.locs[j], man.chunkRecSize(klen, j))
+		ks.markChunkDead(man, j)
 	}
 	e.seg, e.off = loc.Seg, loc.Off
-	ks.rc.moved.Add(uint64(vlog.RecordSize(klen, manifestSize(nm.length, nm.chunk))))
+	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), manifestSize(nm.length, nm.chunk))))
 	return true, s.log.Flush(lsn, false)
 }
 
@@ -863,20 +994,20 @@ func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]uint64)
 	s.mu.Unlock()
 	rs := make([]recRead, len(cands))
 	for i, c := range cands {
-		rs[i] = recRead{loc: c.loc, n: int(c.n)}
+		rs[i] = recRead{log: s.log, loc: c.loc, n: int(c.n)}
 	}
 	var move []string
 	var spill int64
-	ks.readRecords(s, rs, false, func(i int, rec []byte, err error) error {
+	ks.readRecords(rs, false, func(i int, rec []byte, err error) error {
 		c := cands[i]
 		ks.rc.scanned.Add(uint64(c.n))
 		var m *manifest
 		if err == nil {
-			m, _, _, err = s.manifestOf(rec, c.key[0], []byte(c.key[1:]), c.length)
+			m, _, err = s.manifestOf(rec, c.key[0], []byte(c.key[1:]), c.length)
 		}
 		here := err != nil || c.loc.Seg == seg
 		for j := 0; m != nil && !here && j < len(m.locs); j++ {
-			here = m.locs[j].Seg == seg
+			here = int(m.locs[j].shard) == s.id && m.locs[j].loc.Seg == seg
 		}
 		if here {
 			move = append(move, c.key)

@@ -362,8 +362,8 @@ func TestChunkedEngineCounters(t *testing.T) {
 	if err := se.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	manRec := uint64(vlog.RecordSize(len(key), manifestSize(n, ChunkSize)))
-	chunkRec := uint64(vlog.RecordSize(len(key), ChunkSize))
+	manRec := uint64(vlog.RecordSize(0, len(key), manifestSize(n, ChunkSize)))
+	chunkRec := uint64(vlog.RecordSize(0, oidSize, ChunkSize))
 	t.Logf("100 MB value: %d chunks, manifest record %d bytes, chunk record %d", chunkCount(n, ChunkSize), manRec, chunkRec)
 
 	reads, bytesRead, _ := engineDelta(ks, func() {
@@ -404,7 +404,7 @@ func TestChunkedEngineCounters(t *testing.T) {
 		reads, bytesRead, appended = engineDelta(ks, func() { writeAt(t, ks, se, 0, key, -1, suffix) })
 		val = append(val, suffix...)
 		t.Logf("APPEND of %d bytes: %d reads, %d bytes; %d bytes appended", len(suffix), reads, bytesRead, appended)
-		man := uint64(vlog.RecordSize(len(key), manifestSize(int64(len(val)), ChunkSize)))
+		man := uint64(vlog.RecordSize(0, len(key), manifestSize(int64(len(val)), ChunkSize)))
 		if reads > 2 || bytesRead > man+chunkRec || appended > man+2*chunkRec {
 			t.Fatalf("APPEND: %d reads of %d bytes, %d bytes appended; want at most the manifest and the last chunk read, 2 chunks and a manifest written",
 				reads, bytesRead, appended)
@@ -427,7 +427,7 @@ func TestChunkedEngineCounters(t *testing.T) {
 			t.Fatal("GETRANGE after the restart returned other bytes")
 		}
 	})
-	manRec = uint64(vlog.RecordSize(len(key), manifestSize(int64(len(val)), ChunkSize)))
+	manRec = uint64(vlog.RecordSize(0, len(key), manifestSize(int64(len(val)), ChunkSize)))
 	if reads > 3 || bytesRead > manRec+2*chunkRec {
 		t.Fatalf("GETRANGE after a restart: %d reads of %d bytes", reads, bytesRead)
 	}
@@ -928,9 +928,11 @@ func TestChunkedConcurrentReads(t *testing.T) {
 	}
 }
 
-// TestChunkedDiskFull fills the disk in the middle of a chunked write: it fails without effect
-// (the old value stays, the chunks already appended count as dead), reads go on, and once space
-// returns writes work again and the accounting is exact.
+// TestChunkedDiskFull fills the disk in the middle of a chunked write that spans several
+// segments. Rotating to a new segment waits for no disk, so the write takes effect in memory and
+// its durability wait reports the full disk; while the error stands the log takes no more, reads
+// go on, and once space returns a retry writes everything: the value survives a crash and the
+// accounting is exact.
 func TestChunkedDiskFull(t *testing.T) {
 	clk := newTestClock()
 	mem := vfs.NewMem()
@@ -943,21 +945,35 @@ func TestChunkedDiskFull(t *testing.T) {
 	old := strings.Repeat("o", 300)
 	mustPut(t, ks, se, 0, "k", old, 0)
 	full.Enable()
-	err := ks.Put(se, 0, []byte("k"), []byte(strings.Repeat("n", 2000)), 0, TypeString)
-	if err == nil {
-		t.Fatal("a chunked write needing several segments succeeded with a full disk")
+	newVal := strings.Repeat("n", 2000)
+	if err := ks.Put(se, 0, []byte("k"), []byte(newVal), 0, TypeString); err != nil {
+		t.Fatalf("a chunked write in memory failed: %v", err)
 	}
-	wantValue(t, ks, 0, "k", old)
-	if got, _ := getRange(t, ks, 0, "k", 100, 120); string(got) != old[100:120] {
+	if err := se.Wait(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("durability wait with a full disk: %v, want ENOSPC", err)
+	}
+	if err := ks.Put(se, 0, []byte("other"), []byte("x"), 0, TypeString); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("a write while the disk is full: %v, want ENOSPC", err)
+	}
+	wantValue(t, ks, 0, "k", newVal)
+	if got, _ := getRange(t, ks, 0, "k", 100, 120); string(got) != newVal[100:120] {
 		t.Fatalf("GETRANGE with a full disk: %q", got)
 	}
+	// Nothing of the new value is durable yet: a crash now keeps the old one.
+	if crashed := mem.CrashClone(); true {
+		o2 := chunkTestOpts(crashed, clk)
+		o2.Shards, o2.SegmentSize = 1, 512
+		rks := mustOpen(t, o2)
+		wantValue(t, rks, 0, "k", old)
+		mustClose(t, rks)
+	}
 	full.Disable()
-	se.Wait() // the failed flush's error, if any
 	if err := ks.shards[0].log.Retry(); err != nil {
 		t.Fatal(err)
 	}
+	crashed := mem.CrashClone()
 	writeAt(t, ks, se, 0, "k", 250, []byte(strings.Repeat("x", 100)))
-	want := string(modelWriteAt([]byte(old), 250, []byte(strings.Repeat("x", 100))))
+	want := string(modelWriteAt([]byte(newVal), 250, []byte(strings.Repeat("x", 100))))
 	wantValue(t, ks, 0, "k", want)
 	if err := checkAccounting(ks); err != nil {
 		t.Fatal(err)
@@ -968,6 +984,11 @@ func TestChunkedDiskFull(t *testing.T) {
 	if err := checkAccounting(ks); err != nil {
 		t.Fatal(err)
 	}
+	o2 := chunkTestOpts(crashed, clk)
+	o2.Shards, o2.SegmentSize = 1, 512
+	rks := mustOpen(t, o2)
+	defer mustClose(t, rks)
+	wantValue(t, rks, 0, "k", newVal) // the retry made it durable
 }
 
 // TestChunkedCorruptChunkNotServed flips a byte of one synced chunk: GET and a GETRANGE over it
@@ -990,7 +1011,7 @@ func TestChunkedCorruptChunkNotServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := 3*vlog.RecordSize(1, 16) + vlog.HeaderSize + 1 + 5
+	off := vlog.SegmentHeaderSize + 3*vlog.RecordSize(0, oidSize, 16) + vlog.HeaderSize + oidSize + 5
 	b := make([]byte, 1)
 	f.ReadAt(b, off)
 	b[0] ^= 0xff

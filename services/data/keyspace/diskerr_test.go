@@ -74,11 +74,15 @@ func testWriteErrDiskFull(t *testing.T, ops []vfs.Op, background bool) {
 		wantValue(t, ks, 0, k, v)
 	}
 	wantValue(t, ks, 0, "during", "x")
-	// Writes that need a new segment fail outright and change nothing.
+	// While the error stands, writes to that shard fail outright and change nothing: the
+	// memory of a log that cannot write is not allowed to grow.
 	var failed []string
 	for i := 0; i < 100; i++ {
 		k := fmt.Sprintf("big%d", i)
 		if err := ks.Put(se, 0, []byte(k), bytes.Repeat([]byte{'b'}, 1000), 0, TypeString); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("put during the error: %v, want the log's ENOSPC", err)
+			}
 			failed = append(failed, k)
 			wantMissing(t, ks, 0, k)
 		} else {
@@ -86,7 +90,7 @@ func testWriteErrDiskFull(t *testing.T, ops []vfs.Op, background bool) {
 		}
 	}
 	if len(failed) == 0 {
-		t.Fatal("no put needed a new segment; the test wants some to")
+		t.Fatal("no put was refused while the disk was full")
 	}
 	if err := se.Wait(); err == nil {
 		t.Fatal("Wait succeeded with a full disk")
@@ -105,7 +109,14 @@ func testWriteErrDiskFull(t *testing.T, ops []vfs.Op, background bool) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	// The next write to each shard succeeds and clears that shard's error.
+	// Asking for the error starts a retry, which succeeds now; then every write succeeds.
+	deadline := time.Now().Add(5 * time.Second)
+	for ks.WriteErr() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("WriteErr still %v seconds after the disk has space again", ks.WriteErr())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for s := range opts.Shards {
 		k := keyInShard(opts.Shards, 0, s, "after")
 		mustPut(t, ks, se, 0, k, "y", 0)
@@ -161,10 +172,13 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	}
 	newVal := strings.Repeat("new value ", 10)
 	mustPut(t, ks, se, 0, "k", newVal, 0)
-	for i := 0; i < 20; i++ { // seal the segment holding the new value
+	for i := 0; i < 20; i++ { // fill the segment holding the new value
 		mustPut(t, ks, se, 0, fmt.Sprintf("more%d", i), strings.Repeat("m", 100), 0)
 	}
 	s := ks.shards[0]
+	if err := s.log.Sync(); err != nil { // seal it: reads now go to the file
+		t.Fatal(err)
+	}
 	s.mu.RLock()
 	i, _, ok := s.ix.find(uint32(hashKey(0, []byte("k"))), 0, []byte("k"))
 	e := *s.ix.entry(i)
@@ -212,6 +226,13 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	}
 	mustClose(t, ks)
 
+	// A restart that replays the damaged segment refuses to start, naming it; repairing moves
+	// the damaged record aside, and the key falls back to its previous record.
+	var ce *vlog.CorruptionError
+	if _, err := Open(opts); !errors.As(err, &ce) || ce.Offset != int64(e.off) || !strings.HasSuffix(ce.Segment, path) {
+		t.Fatalf("reopen over a damaged record: %v, want a corruption error at %s:%d", err, path, e.off)
+	}
+	opts.RepairCorruption = true
 	ks = mustOpen(t, opts)
 	defer ks.Close()
 	wantValue(t, ks, 0, "k", "old value")

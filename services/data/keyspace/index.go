@@ -15,8 +15,9 @@ import (
 // transaction validates a value it read earlier by the record's location, which every value
 // change moves (see Tx).
 type entry struct {
-	// w0 packs keyOff | db<<40 | vtype<<48 | flags<<52; the top 8 bits are spare. keyOff is
-	// where the key starts in the shard's arena: 40 bits, a terabyte of keys per shard.
+	// w0 packs keyOff | db<<40 | vtype<<48 | flags<<52 | tx<<56. keyOff is where the key
+	// starts in the shard's arena: 40 bits, a terabyte of keys per shard. tx says whether the
+	// record is part of a transaction and so how long its extension block is (txCode).
 	w0       uint64
 	expireAt int64  // unix ms; 0 = no expiry
 	seg      uint32 // value record location; in a free entry, the next free entry + 1
@@ -37,6 +38,7 @@ const (
 	dbShift    = 40
 	vtypeShift = 48
 	flagShift  = 52
+	txShift    = 56
 
 	flagLive = 1 << flagShift
 	// flagRaw remembers that the value was last written by an in-place edit (APPEND,
@@ -50,9 +52,10 @@ const (
 	flagChunked = 8 << flagShift
 )
 
-// packMeta packs everything of w0 but the key offset. vtype may carry RawHint and vtChunked.
-func packMeta(db uint8, vtype uint8) uint64 {
-	m := uint64(db)<<dbShift | uint64(vtype&0xf)<<vtypeShift | flagLive
+// packMeta packs everything of w0 but the key offset. vtype may carry RawHint and vtChunked;
+// tx is the record's transaction code (txCode).
+func packMeta(db uint8, vtype uint8, tx uint8) uint64 {
+	m := uint64(db)<<dbShift | uint64(vtype&0xf)<<vtypeShift | flagLive | uint64(tx)<<txShift
 	if vtype&RawHint != 0 {
 		m |= flagRaw
 	}
@@ -62,8 +65,14 @@ func packMeta(db uint8, vtype uint8) uint64 {
 	return m
 }
 
-// setMeta sets the entry's database, value type, raw hint and chunked flag, keeping its key.
-func (e *entry) setMeta(db uint8, vtype uint8) { e.w0 = e.w0&keyOffMask | packMeta(db, vtype) }
+// setMeta sets the entry's database, value type, raw hint, chunked flag and transaction code,
+// keeping its key.
+func (e *entry) setMeta(db uint8, vtype uint8, tx uint8) {
+	e.w0 = e.w0&keyOffMask | packMeta(db, vtype, tx)
+}
+
+// tx is the transaction code of the record the entry points at (txCode).
+func (e *entry) tx() uint8 { return uint8(e.w0 >> txShift) }
 
 func (e *entry) keyOff() uint64 { return e.w0 & keyOffMask }
 func (e *entry) live() bool     { return e.w0&flagLive != 0 }
@@ -175,31 +184,38 @@ func (ix *index) slotOf(i uint32) uint32 {
 // reserve makes room for one more entry with a key of keyLen bytes, so that the insert that
 // follows cannot fail. Writers call it before they append a record: an index that cannot
 // grow must refuse the write, not leave a record on disk that the index lacks.
-func (ix *index) reserve(keyLen int) error {
+func (ix *index) reserve(keyLen int) error { return ix.reserveN(1, arenaSize(keyLen)) }
+
+// reserveN makes room for n more entries whose keys take arenaBytes of the arena in all
+// (arenaSize of each), so that the n inserts that follow cannot fail.
+func (ix *index) reserveN(n, arenaBytes int) error {
 	if ix.closed {
 		return ErrClosed
 	}
-	if float64(ix.count+1) > maxLoad*float64(len(ix.slots)) {
+	for float64(ix.count+n) > maxLoad*float64(len(ix.slots)) {
 		if err := ix.grow(); err != nil {
 			return err
 		}
 	}
-	if ix.freeHead == 0 {
-		if ix.high == math.MaxUint32 {
+	if need := n - ix.nfree; need > 0 {
+		if uint64(ix.high)+uint64(need) > math.MaxUint32 {
 			return errIndexFull
 		}
-		if int(ix.high) >= len(ix.entries) {
-			if err := ix.entryMem.resize(growSize(ix.entryMem.size(), (int(ix.high)+1)*32)); err != nil {
+		if int(ix.high)+need > len(ix.entries) {
+			if err := ix.entryMem.resize(growSize(ix.entryMem.size(), (int(ix.high)+need)*32)); err != nil {
 				return err
 			}
 			ix.entries = view[entry](&ix.entryMem, capOf[entry](&ix.entryMem))
 		}
-		for ix.high+1 > ix.idxMask {
+		for uint64(ix.high)+uint64(need) > uint64(ix.idxMask) {
 			ix.widen()
 		}
 	}
-	return ix.arena.reserve(keyLen)
+	return ix.arena.reserve(arenaBytes)
 }
+
+// arenaSize is what a key of keyLen bytes takes in the arena: its length prefix and its bytes.
+func arenaSize(keyLen int) int { return uvarintLen(keyLen) + keyLen }
 
 // insert adds a live entry for (db, key), which must not be present, and returns it with its
 // database set and value type 0; the caller fills in the rest.
@@ -217,7 +233,7 @@ func (ix *index) insert(h uint32, db uint8, key []byte) (uint32, *entry, error) 
 		ix.high++
 	}
 	e := &ix.entries[i]
-	*e = entry{w0: ix.arena.add(key) | packMeta(db, 0), hash: h}
+	*e = entry{w0: ix.arena.add(key) | packMeta(db, 0, 0), hash: h}
 	ix.put(h, i)
 	ix.count++
 	return i, e, nil
@@ -358,9 +374,9 @@ type arena struct {
 	compactAt int64
 }
 
-// reserve makes room to add a key of n bytes.
+// reserve makes room to add n more bytes (arenaSize of each key).
 func (a *arena) reserve(n int) error {
-	need := a.used + uint64(uvarintLen(n)+n)
+	need := a.used + uint64(n)
 	if need > 1<<keyOffBits {
 		return errArenaFull
 	}

@@ -47,7 +47,7 @@ func ixInsert(t testing.TB, ix *index, m *ixModel, k ixKey, h uint32, loc uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.setMeta(k.db, TypeString)
+	e.setMeta(k.db, TypeString, 0)
 	e.seg, e.off = uint32(loc>>32), uint32(loc)
 	m.idx[k], m.hash[k], m.loc[k] = i, h, loc
 	return i
@@ -194,11 +194,11 @@ func TestEntryMetaPacking(t *testing.T) {
 		vtype uint8
 	}{{0, 0, 0}, {keyOffMask, 255, 15 | RawHint}, {12345, 7, 3}, {1 << 39, 1, RawHint}} {
 		e := entry{w0: c.off}
-		e.setMeta(c.db, c.vtype)
+		e.setMeta(c.db, c.vtype, 0)
 		if !e.live() || e.keyOff() != c.off || e.db() != c.db || e.vtype() != c.vtype&0xf || e.raw() != (c.vtype&RawHint != 0) {
 			t.Fatalf("pack %+v: live %v off %d db %d vtype %d raw %v", c, e.live(), e.keyOff(), e.db(), e.vtype(), e.raw())
 		}
-		e.setMeta(c.db^1, 0)
+		e.setMeta(c.db^1, 0, 0)
 		if !e.live() || e.keyOff() != c.off || e.db() != c.db^1 || e.vtype() != 0 || e.raw() {
 			t.Fatalf("repack %+v: live %v off %d db %d vtype %d raw %v", c, e.live(), e.keyOff(), e.db(), e.vtype(), e.raw())
 		}
@@ -398,7 +398,7 @@ func TestIndexEntryReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (entry{w0: e.keyOff() | packMeta(e1.db, 0), hash: h(e1)}); *e != want {
+	if want := (entry{w0: e.keyOff() | packMeta(e1.db, 0, 0), hash: h(e1)}); *e != want {
 		t.Fatalf("reused entry %d: %+v, want %+v", i, *e, want)
 	}
 	e.seg, e.off = 0, 5

@@ -26,6 +26,10 @@ const (
 // edit and OBJECT ENCODING reports "raw". It is stored in the record's type byte too.
 const RawHint uint8 = 0x10
 
+// knownType reports whether this version knows value type t. A record of a type it does not
+// know was written by a newer version, and the keyspace refuses to open rather than drop it.
+func knownType(t uint8) bool { return t == TypeString }
+
 // TypeName is the name TYPE reports for a value type.
 func TypeName(t uint8) string {
 	switch t {
@@ -85,6 +89,13 @@ type Options struct {
 	// afterScan, when set (by tests), is called after a collection has read its segment and
 	// before it moves chunked values.
 	afterScan func()
+	// onTx, when set (by tests), is called with the id of every transaction of several
+	// records, as it commits (txcond.go).
+	onTx func(id uint64)
+	// RepairCorruption makes Open move damaged bytes of the value log aside into each shard's
+	// quarantine directory and go on with the valid records after them, instead of refusing
+	// to start (see vlog's recovery).
+	RepairCorruption bool
 }
 
 // Keyspace is the whole keyspace of a lavik-data process.
@@ -96,6 +107,8 @@ type Keyspace struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// retry wakes the sync loop to retry a log's failed write (WriteErr).
+	retry chan struct{}
 
 	stats struct {
 		hits, misses, expired, corrupt atomic.Uint64
@@ -105,6 +118,7 @@ type Keyspace struct {
 	}
 	rc   reclaimer    // reclamation (reclaim.go)
 	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
+	tx   txState      // transactions in the log (txcond.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
@@ -118,6 +132,9 @@ type shard struct {
 	// version is the last version handed out in this shard. Invariant: every record's
 	// version <= version.
 	version uint64
+	// nshards is the keyspace's shard count, which the length of a transaction's condition
+	// may depend on (txExtLen).
+	nshards int
 	// replayVer, during Open only, holds the version of the record that defines each entry
 	// (by entry index), so that replay can skip older records of the key; freed after Open.
 	replayVer versionTable
@@ -133,6 +150,11 @@ type shard struct {
 	// FLUSHDB that empties the shard), which empties the queue. See chunked.go.
 	deadMans []deadManifest
 	flushGen uint64
+	// objs maps the object ids of the chunked values whose manifests this shard holds to their
+	// keys, for the collector (chunked.go).
+	objs map[uint64][]objKey
+	// loaded says Open loaded a checkpoint into the index (during Open only).
+	loaded bool
 }
 
 // Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
@@ -158,29 +180,36 @@ func Open(opts Options) (*Keyspace, error) {
 	if opts.chunkSize <= 0 {
 		opts.chunkSize = ChunkSize
 	}
-	if err := checkLayout(opts.FS, opts.Dir, opts.Shards); err != nil {
+	if err := checkFormat(opts.FS, opts.Dir, opts.Shards, opts.Logger); err != nil {
 		return nil, err
 	}
-	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{}), retry: make(chan struct{}, 1)}
+	if err := ks.tx.loadAborted(opts.FS, opts.Dir); err != nil {
+		return nil, err
+	}
 	ks.fsync.Store(int32(opts.Fsync))
+	defer ks.SetFsync(opts.Fsync) // the logs' barriers follow the policy
 	ks.shardBits = bits.TrailingZeros(uint(opts.Shards))
 	start := time.Now()
 	ks.shards = make([]*shard, opts.Shards)
-	errs := make([]error, opts.Shards)
-	// Replay shards in parallel, a few at a time.
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for i := range ks.shards {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ks.shards[i], errs[i] = ks.openShard(i)
-		}()
+	// Open every shard's log (settling torn tails) and load its checkpoint, then replay them
+	// all: replay decides a transaction by where every shard's log ends (txcond.go).
+	err := ks.eachShard(func(i int) (err error) {
+		ks.shards[i], err = ks.openShard(i)
+		return err
+	})
+	if err == nil {
+		err = ks.cutIncompleteTx() // txcond.go
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err == nil {
+		ks.tx.exts = make([]vlog.Extent, len(ks.shards))
+		for i, s := range ks.shards {
+			ks.tx.exts[i] = s.log.Extent()
+		}
+		err = ks.eachShard(func(i int) error { return ks.replayShard(ks.shards[i]) })
+		ks.tx.exts = nil
+	}
+	if err != nil {
 		for _, s := range ks.shards {
 			if s != nil {
 				s.log.Close()
@@ -199,6 +228,25 @@ func Open(opts Options) (*Keyspace, error) {
 	return ks, nil
 }
 
+// eachShard runs fn for every shard, a few at a time, and joins their errors.
+func (ks *Keyspace) eachShard(fn func(i int) error) error {
+	errs := make([]error, len(ks.shards))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range ks.shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// openShard opens shard id's log and loads its checkpoint; replayShard replays the log.
 func (ks *Keyspace) openShard(id int) (*shard, error) {
 	ix, err := newIndex()
 	if err != nil {
@@ -207,35 +255,38 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 	s := &shard{
 		id:      id,
 		ix:      ix,
+		nshards: len(ks.shards),
 		keys:    make([]int64, ks.opts.Databases),
 		expires: make([]int64, ks.opts.Databases),
 		cs:      ks.opts.chunkSize,
 	}
-	defer s.replayVer.free()
-	s.log, err = ks.openLog(s, vlog.Options{
+	s.ckpt.dir = filepath.Join(ks.opts.Dir, shardDirName(id))
+	s.log, err = vlog.Open(vlog.Options{
 		FS:          ks.opts.FS,
-		Dir:         filepath.Join(ks.opts.Dir, fmt.Sprintf("shard-%03d", id)),
+		Dir:         s.ckpt.dir,
 		SegmentSize: ks.opts.SegmentSize,
 		Engine:      ks.opts.Engine,
 		Cache:       ks.opts.Cache,
 		Fsync:       ks.opts.Fsync,
 		Logger:      ks.log.With("shard", id),
-	}, func(loc vlog.Loc, h vlog.Header, key, val []byte) error {
-		return s.replayLocked(ks, loc, h, key, val)
+		Repair:      ks.opts.RepairCorruption,
 	})
 	if err != nil {
 		s.ix.release()
 		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
 	}
-	// Expired keys are dropped only once the whole log is replayed: a later EXPIRE or PERSIST
-	// record may have moved a key's expire-at past now, and it needs the entry to apply to.
-	s.dropExpiredLocked(ks.opts.Now())
+	if s.loaded, err = ks.loadCheckpoint(s); err != nil {
+		s.log.Close()
+		s.ix.release()
+		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
+	}
 	return s, nil
 }
 
 // valueRef is where a key's value record is and what the index keeps about it.
 type valueRef struct {
 	vtype    uint8
+	tx       uint8 // the record's transaction code (txCode)
 	expireAt int64
 	seg, off uint32
 	vlen     uint32
@@ -255,7 +306,7 @@ func (s *shard) pointLocked(i uint32, found bool, hash uint32, db uint8, key []b
 			return 0, nil, err
 		}
 	}
-	e.setMeta(db, v.vtype)
+	e.setMeta(db, v.vtype, v.tx)
 	e.expireAt, e.seg, e.off, e.vlen = v.expireAt, v.seg, v.off, v.vlen
 	s.countLocked(e, 1)
 	return i, e, nil
@@ -282,6 +333,7 @@ func (s *shard) clearLocked() {
 	// Whatever removed every key accounted for every chunk too (chunked.go).
 	s.deadMans = nil
 	s.flushGen++
+	clear(s.objs)
 }
 
 func (s *shard) flushDBLocked(db uint8) {
@@ -319,8 +371,17 @@ func (ks *Keyspace) shardOf(h uint64) *shard {
 	return ks.shards[h>>(64-ks.shardBits)]
 }
 
-// SetFsync changes the appendfsync policy; it applies to the next durability wait.
-func (ks *Keyspace) SetFsync(f vlog.Fsync) { ks.fsync.Store(int32(f)) }
+// SetFsync changes the appendfsync policy; it applies to the next durability wait. Under
+// "always" a transaction's part in one log is followed by nothing written before its other parts
+// are synced; otherwise, before they are written (vlog.Log.AddBarrier).
+func (ks *Keyspace) SetFsync(f vlog.Fsync) {
+	ks.fsync.Store(int32(f))
+	for _, s := range ks.shards {
+		if s != nil {
+			s.log.SetPeerSync(f == vlog.FsyncAlways)
+		}
+	}
+}
 
 // Fsync returns the appendfsync policy in force.
 func (ks *Keyspace) Fsync() vlog.Fsync { return vlog.Fsync(ks.fsync.Load()) }
@@ -351,6 +412,13 @@ func (ks *Keyspace) Close() error {
 	}
 	close(ks.stop)
 	ks.wg.Wait()
+	// Each log ends with a proof of its durability before the checkpoints note where the
+	// logs end, so that a clean restart replays nothing.
+	for _, s := range ks.shards {
+		if err := ks.syncAndMark(s); err != nil && !errors.Is(err, vlog.ErrClosed) {
+			ks.log.Error("final sync failed", "shard", s.id, "err", err)
+		}
+	}
 	ks.checkpointAtClose()
 	var errs []error
 	for _, s := range ks.shards {
@@ -367,8 +435,12 @@ func (ks *Keyspace) Close() error {
 
 // syncLoop fdatasyncs every shard once a second under "everysec" (and writes the tail to the OS
 // under "no", syncing only when the tail limit forces it).
+//
+// After a good sync it lets the log append a mark if its records do not yet prove what is
+// durable (vlog.Log.Mark), so that a quiet shard is proven too. While a shard's log has a write
+// error the loop retries it, every second and whenever WriteErr is asked (retry).
 func (ks *Keyspace) syncLoop() {
-	ks.every(time.Second, nil, func() bool {
+	ks.every(time.Second, ks.retry, func() bool {
 		for _, s := range ks.shards {
 			var err error
 			switch {
@@ -377,7 +449,7 @@ func (ks *Keyspace) syncLoop() {
 			case ks.Fsync() == vlog.FsyncNo:
 				err = s.log.Flush(s.log.AppendedLSN(), false)
 			default:
-				err = s.log.Sync()
+				err = ks.syncAndMark(s)
 			}
 			if err != nil && !errors.Is(err, vlog.ErrClosed) {
 				ks.log.Error("background sync failed", "shard", s.id, "err", err)
@@ -385,6 +457,31 @@ func (ks *Keyspace) syncLoop() {
 		}
 		return true
 	})
+}
+
+// syncAll syncs every shard's log up to where it ends now.
+func (ks *Keyspace) syncAll() error {
+	for _, s := range ks.shards {
+		if err := s.log.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncAndMark syncs s's log and then lets it append a mark where its records do not yet prove
+// what is durable (vlog.Log.Mark); the next sync makes the mark durable too.
+func (ks *Keyspace) syncAndMark(s *shard) error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	s.mu.Lock() // appends hold the shard's lock (vlog.Log.Reserve)
+	defer s.mu.Unlock()
+	_, marked, err := s.log.Mark()
+	if err == nil && marked && ks.stopping() {
+		err = s.log.Sync() // closing: no later tick will
+	}
+	return err
 }
 
 // every runs fn on each tick of d, and whenever wake fires, until Close or until fn returns
@@ -409,9 +506,15 @@ func (ks *Keyspace) every(d time.Duration, wake <-chan struct{}, fn func() bool)
 
 // WriteErr returns a write or sync error of any shard's log, or nil when all can write. The
 // server refuses write commands while it is set.
+// While one is set, asking starts a retry in the background, so that writes resume as soon as
+// the disk takes them again, not up to a second later.
 func (ks *Keyspace) WriteErr() error {
 	for _, s := range ks.shards {
 		if err := s.log.WriteErr(); err != nil {
+			select {
+			case ks.retry <- struct{}{}:
+			default:
+			}
 			return err
 		}
 	}

@@ -188,7 +188,7 @@ func (mi *memIndex) put(id int) {
 			panic(err)
 		}
 	}
-	e.setMeta(0, TypeString)
+	e.setMeta(0, TypeString, 0)
 	e.seg, e.off, e.vlen = uint32(id>>19), uint32(id&(1<<19-1))*128, 100
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +98,9 @@ type change struct {
 	kind  changeKind
 	k     dbKey // for chFlushDB only k.db
 	v     mval
+	// tx is the keyspace's id of the transaction the change was part of (0: a change that
+	// took one record). A transaction a crash cut is not applied anywhere (txcond.go).
+	tx uint64
 }
 
 func applyChange(st map[dbKey]mval, c change, nShards int) {
@@ -151,6 +155,8 @@ type workload struct {
 	syncProb float64 // chance of an explicit sync of every shard's log after an operation
 	nops     int
 	recent   []string
+	// curTx is the id of the transaction of several records the current operation committed.
+	curTx atomic.Uint64
 }
 
 func newWorkload(t testing.TB, seed uint64, rng *rand.Rand, clk *testClock, opts Options) *workload {
@@ -164,6 +170,8 @@ func newWorkload(t testing.TB, seed uint64, rng *rand.Rand, clk *testClock, opts
 		t: t, seed: seed, rng: rng, clk: clk, opts: opts, nShards: opts.Shards,
 		m: map[dbKey]mval{}, base: map[dbKey]mval{}, waitProb: 1,
 	}
+	w.opts.onTx = func(id uint64) { w.curTx.Store(id) }
+	opts = w.opts
 	w.dbs = []int{0, 0, 0, 1, 2, opts.Databases - 1}
 	n := 20 + rng.IntN(200)
 	for i := 0; i < n; i++ {
@@ -191,6 +199,7 @@ func (w *workload) fatalf(format string, args ...any) {
 }
 
 func (w *workload) emit(c change) {
+	c.tx = w.curTx.Load()
 	w.changes = append(w.changes, c)
 	applyChange(w.m, c, w.nShards)
 }
@@ -307,6 +316,7 @@ func (w *workload) rel(exp int64) string {
 // step runs one random operation and checks its result.
 func (w *workload) step() {
 	w.nops++
+	w.curTx.Store(0)
 	switch r := w.rng.IntN(1000); {
 	case r < 260:
 		w.opPut()
@@ -990,10 +1000,27 @@ func stateOf(ks *Keyspace, dbs int) (map[dbKey]mval, error) {
 }
 
 // checkPrefixes reports whether, in every shard, got (the visible state after recovery) equals
-// base with some prefix changes[:j] applied, lo <= j <= len(changes), as seen at time now. A
-// shard's log is a prefix of its records after any crash, so this is exactly what recovery may
-// produce; lo is how much was synced.
-func checkPrefixes(nShards int, base map[dbKey]mval, changes []change, lo int, got map[dbKey]mval, now int64) error {
+// base with some prefix changes[:j] applied, lo <= j <= len(changes), as seen at time now, less
+// the changes of the transactions recovery found incomplete (aborted). A shard's log is a prefix
+// of its records after any crash, and a transaction applies everywhere or nowhere, so this is
+// exactly what recovery may produce; lo is how much was synced, and no synced change may belong
+// to an aborted transaction.
+func checkPrefixes(nShards int, base map[dbKey]mval, changes []change, lo int, got map[dbKey]mval, now int64, aborted func(uint64) bool) error {
+	kept := make([]change, 0, len(changes))
+	keptLo := 0
+	for i, c := range changes {
+		if c.tx != 0 && aborted(c.tx) {
+			if i < lo {
+				return fmt.Errorf("change %d (%v) was synced, but recovery aborted its transaction", i, c)
+			}
+			continue
+		}
+		if i < lo {
+			keptLo++
+		}
+		kept = append(kept, c)
+	}
+	changes, lo = kept, keptLo
 	for s := 0; s < nShards; s++ {
 		inShard := func(k dbKey) bool { return shardFor(nShards, k.db, k.key) == s }
 		cand := map[dbKey]mval{}
@@ -1058,6 +1085,15 @@ func checkPrefixes(nShards int, base map[dbKey]mval, changes []change, lo int, g
 		if len(bad) > 0 {
 			var b strings.Builder
 			n := 0
+			for k := range bad {
+				if n++; n > 4 {
+					break
+				}
+				cv, cok := cand[k]
+				gv, gok := gotS[k]
+				fmt.Fprintf(&b, "\n  still off after all changes: %v: recovered %v (present %v), model %v (present %v)", k, gv, gok, cv, cok && cv.visible(now))
+			}
+			n = 0
 			for k := range badAtLo {
 				if n++; n > 8 {
 					break
@@ -1088,7 +1124,7 @@ func (w *workload) recoverAndCheck(fs vfs.FS, lo int) (*Keyspace, map[dbKey]mval
 		ks.Close()
 		w.fatalf("after crash: %v (a torn or corrupt record served?)", err)
 	}
-	if err := checkPrefixes(w.nShards, w.base, w.changes, lo, got, w.clk.Now()); err != nil {
+	if err := checkPrefixes(w.nShards, w.base, w.changes, lo, got, w.clk.Now(), ks.tx.isAborted); err != nil {
 		ks.Close()
 		w.fatalf("after crash (synced changes %d of %d): %v", lo, len(w.changes), err)
 	}

@@ -77,7 +77,7 @@ type pendingRead struct {
 // shard lock is held (read or write).
 func (s *shard) prepareLocked(p *pendingRead, e *entry, db uint8, key []byte) {
 	p.db, p.key, p.vlen, p.chunked = db, key, s.recLen(e), e.chunked()
-	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, int(vlog.RecordSize(len(key), p.vlen)))
+	p.err = s.log.PrepareRead(&p.rd, vlog.Loc{Seg: e.seg, Off: e.off}, int(s.recSize(e)))
 	p.ready = p.err == nil
 }
 
@@ -90,15 +90,15 @@ func (ks *Keyspace) value(p *pendingRead) ([]byte, error) {
 	if p.rd.Err != nil {
 		return nil, ks.readErr(p.rd.Err)
 	}
-	h, key, val, err := vlog.DecodeRecord(p.rd.Data)
+	r, err := vlog.DecodeRecord(p.rd.Data)
 	if err != nil {
 		return nil, ks.readErr(err)
 	}
-	if h.Kind != vlog.KindPut || h.DB != p.db || !bytes.Equal(key, p.key) || len(val) != p.vlen ||
-		(h.VType&vtChunked != 0) != p.chunked {
+	if h := r.Header; h.Kind != vlog.KindPut || h.DB != p.db || !bytes.Equal(r.Key, p.key) || len(r.Val) != p.vlen ||
+		(h.Flags&vlog.FlagDir != 0) != p.chunked {
 		return nil, ks.readErr(fmt.Errorf("%w: index points at a record of another key", vlog.ErrCorrupt))
 	}
-	return val, nil
+	return r.Val, nil
 }
 
 func (ks *Keyspace) readErr(err error) error {

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -438,8 +439,9 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit, force bool) error
 		}
 	}
 	// The copies, and every record that made a dropped one dead, must be durable before the
-	// segment goes.
-	if err := s.log.Sync(); err != nil {
+	// segment goes; so must the other parts of such a record's transaction, in every shard,
+	// or a recovery could find the transaction incomplete and want the dropped records back.
+	if err := ks.syncAll(); err != nil {
 		return fmt.Errorf("keyspace: reclaim segment %d of shard %d: %w", id, s.id, err)
 	}
 	ks.drainLocked(s) // chunked values removed while the segment was read
@@ -629,11 +631,19 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 		h := r.Header
 		keep := false
 		switch h.Kind {
-		case vlog.KindChunk:
-			// Live only if the key's manifest names it, which takes reading the manifest.
-			if e, live := liveEntry(h.DB, r.Key); live && e.chunked() {
-				noteChunked(h.DB, r.Key, 0)
+		case vlog.KindSub:
+			// Live only if the manifest of its object's key names it, which takes reading the
+			// manifest. The shard's object table says which key that is (chunked.go).
+			if len(r.Key) != oidSize {
+				continue
 			}
+			for _, o := range s.objs[binary.LittleEndian.Uint64(r.Key)] {
+				if e, live := liveEntry(o.db, []byte(o.key)); live && e.chunked() {
+					noteChunked(o.db, []byte(o.key), 0)
+				}
+			}
+			continue
+		case vlog.KindMark:
 			continue
 		case vlog.KindPut:
 			e, live := liveEntry(h.DB, r.Key)
@@ -641,7 +651,7 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 				if e.seg != r.Loc.Seg || e.off != r.Loc.Off {
 					continue // a newer record defines the key
 				}
-				if int64(s.recLen(e)) != int64(h.ValLen) || e.chunked() != (h.VType&vtChunked != 0) {
+				if int64(s.recLen(e)) != int64(h.ValLen) || e.chunked() != (h.Flags&vlog.FlagDir != 0) {
 					return written, lsn, fmt.Errorf("keyspace: %w: index entry of %d bytes points at a record of %d", vlog.ErrCorrupt, s.recLen(e), h.ValLen)
 				}
 				if e.chunked() {
@@ -650,7 +660,9 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 				}
 				c := h
 				c.ExpireAt = e.expireAt
-				loc, n, err := s.log.Append(c, r.Key, r.Val)
+				// A part of a transaction keeps its commit condition: the transaction may not
+				// be durable everywhere yet, and the copy must not apply without it.
+				loc, n, err := s.log.AppendExt(c, r.Ext, r.Key, r.Val)
 				if err != nil {
 					return written, lsn, fmt.Errorf("keyspace: %w", err)
 				}
@@ -664,8 +676,8 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 				continue
 			}
 			// The put may be what hides older puts of a key removed by expiry: a tombstone
-			// of the same version does that without the value.
-			h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version}
+			// of the same version (and transaction) does that without the value.
+			h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version, Flags: h.Flags & vlog.FlagTx}
 			keep = true
 		case vlog.KindDelete:
 			_, live := liveEntry(h.DB, r.Key)
@@ -677,7 +689,7 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 				keep = e.seg < seg
 				h.ExpireAt = e.expireAt
 			} else if keep = blocked; keep {
-				h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version}
+				h = vlog.Header{Kind: vlog.KindDelete, DB: h.DB, Version: h.Version, Flags: h.Flags & vlog.FlagTx}
 			}
 		case vlog.KindFlushDB, vlog.KindFlushAll:
 			keep = blocked
@@ -685,11 +697,11 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 		if !keep {
 			continue
 		}
-		_, n, err := s.log.Append(h, r.Key, nil)
+		_, n, err := s.log.AppendExt(h, r.Ext, r.Key, nil)
 		if err != nil {
 			return written, lsn, fmt.Errorf("keyspace: %w", err)
 		}
-		written += vlog.RecordSize(len(r.Key), 0)
+		written += vlog.RecordSize(len(r.Ext), len(r.Key), 0)
 		lsn = n
 		ks.rc.kept.Add(1)
 	}

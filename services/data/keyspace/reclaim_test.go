@@ -744,7 +744,7 @@ func TestReplayFlushByVersion(t *testing.T) {
 	replay := func(kind vlog.Kind, db uint8, key string, version uint64) {
 		t.Helper()
 		h := vlog.Header{Kind: kind, DB: db, Version: version, ValLen: 3}
-		if err := s.replayLocked(ks, vlog.Loc{Seg: 1, Off: uint32(version)}, h, []byte(key), nil); err != nil {
+		if err := s.replayLocked(ks, &vlog.Record{Loc: vlog.Loc{Seg: 1, Off: uint32(version)}, Header: h, Key: []byte(key)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ func TestReplayKeepsNewestRecord(t *testing.T) {
 	replay := func(kind vlog.Kind, key string, version uint64, off uint32, expireAt int64) {
 		t.Helper()
 		h := vlog.Header{Kind: kind, DB: 1, Version: version, ExpireAt: expireAt, ValLen: 7}
-		if err := s.replayLocked(ks, vlog.Loc{Seg: 1, Off: off}, h, []byte(key), nil); err != nil {
+		if err := s.replayLocked(ks, &vlog.Record{Loc: vlog.Loc{Seg: 1, Off: off}, Header: h, Key: []byte(key)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,10 @@
 package keyspace
 
 import (
-	"errors"
+	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
@@ -150,56 +152,123 @@ func (ks *Keyspace) Info() []DBInfo {
 	return out
 }
 
-// FlushDB removes every key of db. The FLUSHDB record in each shard makes it durable.
+// FlushDB removes every key of db: a FLUSHDB record in each shard that holds keys of db, one
+// transaction when there are several (txcond.go).
 func (ks *Keyspace) FlushDB(se *Session, db int) error {
-	var errs []error
+	unlock := ks.lockAll()
+	defer unlock()
+	var shards []*shard
 	for _, s := range ks.shards {
-		s.mu.Lock()
 		if s.keys[db] > 0 {
-			h := vlog.Header{Kind: vlog.KindFlushDB, DB: uint8(db), Version: s.version + 1}
-			if _, lsn, err := s.log.Append(h, nil, nil); err != nil {
-				errs = append(errs, err)
-			} else {
-				s.version++
-				se.note(s.id, lsn)
-				s.flushDBLocked(uint8(db))
-			}
+			shards = append(shards, s)
 		}
-		s.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	_, err := ks.appendEachLocked(se, shards, vlog.Header{Kind: vlog.KindFlushDB, DB: uint8(db)}, func(s *shard) {
+		s.flushDBLocked(uint8(db))
+	})
+	return err
 }
 
-// FlushAll removes every key of every database and deletes the old segment files: each shard
-// starts a new segment whose first record is FLUSHALL, syncs it, and only then drops the older
-// segments, so a crash at any point either keeps the old data or none of it.
+// FlushAll removes every key of every database and deletes the old segment files. Each shard
+// starts a new segment whose first record is FLUSHALL, all of them one transaction; once every
+// shard has synced its record, the older segments go. A crash before that keeps the old data
+// (the transaction is incomplete, or complete with the old segments still there to be
+// flushed again by replay); nothing waits for the disk under the shard locks.
 func (ks *Keyspace) FlushAll(se *Session) error {
-	var errs []error
-	for _, s := range ks.shards {
-		s.mu.Lock()
-		err := func() error {
-			id, err := s.log.Rotate()
-			if err != nil {
-				return err
-			}
-			h := vlog.Header{Kind: vlog.KindFlushAll, Version: s.version + 1}
-			if _, _, err := s.log.Append(h, nil, nil); err != nil {
-				return err
-			}
-			s.version++
-			if err := s.log.Sync(); err != nil {
-				return err
-			}
-			s.clearLocked()
-			s.log.DropSegmentsBefore(id)
-			return nil
-		}()
-		s.mu.Unlock()
+	unlock := ks.lockAll()
+	firsts := make([]uint32, len(ks.shards))
+	for i, s := range ks.shards {
+		id, err := s.log.Rotate()
 		if err != nil {
-			errs = append(errs, err)
+			unlock()
+			return fmt.Errorf("keyspace: %w", err)
+		}
+		firsts[i] = id
+	}
+	lsns, err := ks.appendEachLocked(se, ks.shards, vlog.Header{Kind: vlog.KindFlushAll}, func(s *shard) {
+		s.markAllDeadLocked()
+		s.clearLocked()
+	})
+	unlock()
+	if err != nil {
+		return err
+	}
+	for i, s := range ks.shards {
+		if err := s.log.Flush(lsns[i], true); err != nil {
+			// The old segments stay: the collector frees them once their bytes are all dead,
+			// which they are.
+			return fmt.Errorf("keyspace: %w", err)
 		}
 	}
-	return errors.Join(errs...)
+	for i, s := range ks.shards {
+		s.log.DropSegmentsBefore(firsts[i])
+	}
+	return nil
+}
+
+// lockAll takes every shard's lock, in order, and returns the function that lets go.
+func (ks *Keyspace) lockAll() func() {
+	for _, s := range ks.shards {
+		s.mu.Lock()
+	}
+	return func() { unlockAll(ks.shards) }
+}
+
+// appendEachLocked appends a record with header h (the version filled in) to each of shards,
+// as one transaction when there are several, and runs apply on each shard after its record. It
+// returns each shard's LSN past its record. The locks of shards are held.
+func (ks *Keyspace) appendEachLocked(se *Session, shards []*shard, h vlog.Header, apply func(s *shard)) ([]uint64, error) {
+	lsns := make([]uint64, len(shards))
+	var ext []byte
+	if len(shards) > 1 {
+		n := txCode(len(shards), len(ks.shards))
+		extLen := txExtLen(n, len(ks.shards))
+		cond := ks.newTx()
+		parts := make([]txPart, 0, len(shards))
+		for _, s := range shards {
+			end, err := s.log.Reserve(vlog.RecordSize(extLen, 0, 0))
+			if err != nil {
+				cancelReserves(parts)
+				return nil, fmt.Errorf("keyspace: %w", err)
+			}
+			parts = append(parts, txPart{s: s})
+			cond.ends = append(cond.ends, txEnd{shard: uint16(s.id), at: end})
+		}
+		for i := range ks.shards {
+			if n == 255 && !slices.ContainsFunc(cond.ends, func(e txEnd) bool { return int(e.shard) == i }) {
+				cond.ends = append(cond.ends, txEnd{shard: uint16(i)})
+			}
+		}
+		ext = cond.encode(make([]byte, 0, extLen))
+		h.Flags |= vlog.FlagTx
+	}
+	for i, s := range shards {
+		h.Version = s.version + 1
+		_, lsn, err := s.log.AppendExt(h, ext, nil, nil)
+		if err != nil {
+			if ext != nil {
+				for _, t := range shards[i:] {
+					t.log.CancelReserve()
+				}
+				if aerr := ks.tx.abort(ks.opts.FS, ks.opts.Dir, binary.LittleEndian.Uint64(ext)); aerr != nil {
+					ks.log.Error("cannot record an aborted transaction", "err", aerr)
+				}
+			}
+			return nil, fmt.Errorf("keyspace: %w", err)
+		}
+		s.version++
+		se.note(s.id, lsn)
+		lsns[i] = lsn
+		apply(s)
+	}
+	if ext != nil {
+		ends := make(map[*shard]uint64, len(shards))
+		for i, s := range shards {
+			ends[s] = lsns[i]
+		}
+		ks.addBarriersLocked(shards, ends)
+	}
+	return lsns, nil
 }
 
 // Stats are keyspace-wide counters for INFO.

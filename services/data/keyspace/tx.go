@@ -2,8 +2,11 @@ package keyspace
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
@@ -69,6 +72,10 @@ type txKey struct {
 	// For opEdit: the chunks that differ from man's (by index), and the new length.
 	edits map[int][]byte
 	elen  int64
+	// plan is the manifest of a chunked value being put, made when the commit sizes it.
+	plan *manifest
+	// chunkMin is the length above which a value is chunked (Options.chunkMin).
+	chunkMin int
 }
 
 // Tx is a transaction over a fixed set of keys, passed to the function given to Update. Its
@@ -80,6 +87,9 @@ type Tx struct {
 	uniq  []*txKey
 	now   int64
 	store []txKey
+	// ends, while a transaction of several records commits, is where each shard's part ends
+	// (an LSN).
+	ends map[*shard]uint64
 }
 
 // Now is the transaction's clock (unix ms), fixed for one attempt.
@@ -307,7 +317,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		tx.begin()
 		err := fn(tx)
 		if err == nil {
-			err = tx.commitLocked(se, len(shards) > 1)
+			err = tx.commitLocked(se)
 			unlockAll(shards)
 			return err
 		}
@@ -419,7 +429,7 @@ func (ks *Keyspace) fetchChunks(k *txKey) error {
 	m := k.man
 	if k.wantValue && !k.cacheValid() {
 		buf := make([]byte, m.length)
-		if err := ks.readValueRange(k.shard, k.db, k.key, m, 0, m.length, buf); err != nil {
+		if err := ks.readValueRange(m, 0, m.length, buf); err != nil {
 			return err
 		}
 		k.cached, k.cachedLoc, k.haveCached = buf, k.manLoc, true
@@ -436,7 +446,7 @@ func (ks *Keyspace) fetchChunks(k *txKey) error {
 	if k.parts == nil {
 		k.parts = map[int][]byte{}
 	}
-	return ks.readChunks(k.shard, k.db, k.key, m, js, func(i int, b []byte) {
+	return ks.readChunks(m, js, func(i int, b []byte) {
 		k.parts[js[i]] = append([]byte(nil), b...)
 	})
 }
@@ -474,7 +484,7 @@ func (tx *Tx) setup(keys []Key) {
 			continue
 		}
 		h := tx.ks.hash(db, key.Key)
-		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h)})
+		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin})
 		k := &tx.store[len(tx.store)-1]
 		tx.keys[i] = k
 		tx.uniq = append(tx.uniq, k)
@@ -489,7 +499,7 @@ func (tx *Tx) begin() {
 	tx.now = tx.ks.opts.Now()
 	for _, k := range tx.uniq {
 		k.op, k.val, k.wantValue = opNone, nil, false
-		k.wantMan, k.wantParts, k.edits, k.elen = false, nil, nil, 0
+		k.wantMan, k.wantParts, k.edits, k.elen, k.plan = false, nil, nil, 0, nil
 		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
 		k.found = ok
 		if ok {
@@ -499,56 +509,187 @@ func (tx *Tx) begin() {
 	}
 }
 
-// commitLocked appends the transaction's records and updates the index. When the transaction
-// spans shards and deletes keys, puts are written (and, unless appendfsync is "no", synced)
-// before any delete is appended, so a crash between the two can lose the delete (the old key
-// survives) but never both copies (RENAME, MOVE). Other multi-shard writes (MSET across
-// shards) may be partly applied after a crash that hits before they were acknowledged.
-func (tx *Tx) commitLocked(se *Session, multiShard bool) error {
-	var putShards []*shard
-	hasDelete := false
+// commitLocked appends the transaction's records and updates the index. A transaction that
+// writes one record (or one chunked value: its chunks and manifest) appends it as it is; one
+// that writes more makes every shard's part one run of records, all carrying the transaction's
+// commit condition, so that a crash leaves all of it or none (txcond.go). Nothing here waits for
+// the disk: the session's durability wait does, after the locks are gone.
+func (tx *Tx) commitLocked(se *Session) error {
+	var writers []*txKey
 	for _, k := range tx.uniq {
-		switch k.op {
-		case opPut, opEdit:
-			if err := tx.applyLocked(se, k); err != nil {
-				return err
-			}
-			putShards = append(putShards, k.shard)
-		case opDelete:
-			hasDelete = true
+		if k.writesLocked() {
+			writers = append(writers, k)
 		}
 	}
-	if multiShard && hasDelete && len(putShards) > 0 {
-		// Under everysec too: the background sync visits shards in turn, and a power loss
-		// between the source's sync and the destination's must not lose both copies.
-		sync := tx.ks.Fsync() != vlog.FsyncNo
-		for _, s := range sortShards(putShards) {
-			if err := s.log.Flush(s.log.AppendedLSN(), sync); err != nil {
-				return err
+	switch len(writers) {
+	case 0:
+		return nil
+	case 1:
+		return tx.applyLocked(se, writers[0], nil)
+	}
+	// Puts first: a removal may compact the index's key arena, which the room reserved for
+	// new keys must not depend on.
+	slices.SortStableFunc(writers, func(a, b *txKey) int { return cmp.Compare(a.removeRank(), b.removeRank()) })
+	var shards []*shard
+	for _, k := range writers {
+		shards = append(shards, k.shard)
+	}
+	shards = sortShards(shards)
+	extLen := txExtLen(txCode(len(shards), len(tx.ks.shards)), len(tx.ks.shards))
+	// Room in the index for every new key, and each part's place in its log, before anything
+	// is appended: once the first record is in, the rest must follow.
+	parts := make([]txPart, len(shards))
+	for i, s := range shards {
+		parts[i].s = s
+	}
+	for _, k := range writers {
+		p := &parts[slices.Index(shards, k.shard)]
+		n, err := k.recordBytes(extLen)
+		if err != nil {
+			return err
+		}
+		p.bytes += n
+		if k.op == opPut || k.op == opEdit {
+			if _, _, found := k.shard.ix.find(uint32(k.hash), k.db, k.key); !found {
+				p.news++
+				p.arena += arenaSize(len(k.key))
 			}
 		}
 	}
-	for _, k := range tx.uniq {
-		if k.op == opDelete || k.op == opExpire {
-			if err := tx.applyLocked(se, k); err != nil {
-				return err
+	cond := tx.ks.newTx()
+	for i := range parts {
+		p := &parts[i]
+		if err := p.s.ix.reserveN(p.news, p.arena); err != nil {
+			cancelReserves(parts[:i])
+			return err
+		}
+		end, err := p.s.log.Reserve(p.bytes)
+		if err != nil {
+			cancelReserves(parts[:i])
+			return fmt.Errorf("keyspace: %w", err)
+		}
+		cond.ends = append(cond.ends, txEnd{shard: uint16(p.s.id), at: end})
+	}
+	if len(shards) >= 255 {
+		// Past 254 shards the entries cannot say how many took part: list them all (txCode).
+		for i := range tx.ks.shards {
+			if !slices.ContainsFunc(cond.ends, func(e txEnd) bool { return int(e.shard) == i }) {
+				cond.ends = append(cond.ends, txEnd{shard: uint16(i)})
 			}
 		}
 	}
+	ext := cond.encode(make([]byte, 0, extLen))
+	tx.ends = make(map[*shard]uint64, len(shards))
+	defer func() { tx.ends = nil }()
+	for _, k := range writers {
+		if err := tx.applyLocked(se, k, ext); err != nil {
+			// Only a bug or a closed log gets here: the room was reserved. The parts already
+			// appended must never apply, whatever the logs reach later.
+			cancelReserves(parts)
+			if aerr := tx.ks.tx.abort(tx.ks.opts.FS, tx.ks.opts.Dir, cond.id); aerr != nil {
+				tx.ks.log.Error("cannot record an aborted transaction", "err", aerr)
+			}
+			return err
+		}
+	}
+	tx.ks.addBarriersLocked(shards, tx.ends)
 	return nil
 }
 
-func (tx *Tx) applyLocked(se *Session, k *txKey) error {
-	s := k.shard
-	h := vlog.Header{DB: k.db, Version: s.version + 1}
-	var val []byte
+// addBarriersLocked makes each shard's log wait, after its part of a transaction (which ends at
+// ends[s]), for the other parts (vlog.Log.AddBarrier). The shards' locks are held.
+func (ks *Keyspace) addBarriersLocked(shards []*shard, ends map[*shard]uint64) {
+	if len(shards) < 2 {
+		return // one log is durable as a prefix by itself
+	}
+	for _, s := range shards {
+		peers := make([]vlog.Peer, 0, len(shards)-1)
+		for _, o := range shards {
+			if o != s {
+				peers = append(peers, vlog.Peer{Log: o.log, LSN: ends[o]})
+			}
+		}
+		s.log.AddBarrier(ends[s], peers)
+	}
+}
+
+// txPart is one shard's part of a transaction being committed: its bytes in the log, and the
+// new keys it adds to the index with the arena bytes they take.
+type txPart struct {
+	s     *shard
+	bytes int64
+	news  int
+	arena int
+}
+
+// cancelReserves drops the log reservations of parts of a transaction that failed.
+func cancelReserves(parts []txPart) {
+	for _, p := range parts {
+		p.s.log.CancelReserve()
+	}
+}
+
+// writesLocked reports whether k's pending operation writes a record: a delete of a key that
+// is no longer there (lazy expiry removed it within the attempt) writes none.
+func (k *txKey) writesLocked() bool {
+	switch k.op {
+	case opPut, opEdit, opExpire:
+		return true
+	case opDelete:
+		_, _, found := k.shard.ix.find(uint32(k.hash), k.db, k.key)
+		return found
+	}
+	return false
+}
+
+// removeRank orders a transaction's writes: puts and edits (0) before removals (1).
+func (k *txKey) removeRank() int {
+	if k.op == opDelete {
+		return 1
+	}
+	return 0
+}
+
+// recordBytes is the size of the records applyLocked appends for k, each effective record with
+// an extension block of extLen bytes.
+func (k *txKey) recordBytes(extLen int) (int64, error) {
 	switch k.op {
 	case opPut:
-		h.Kind, h.VType, h.ExpireAt, val = vlog.KindPut, k.vtype, k.expireAt, k.val
-	case opDelete:
-		h.Kind = vlog.KindDelete
-	case opExpire:
-		h.Kind, h.ExpireAt = vlog.KindExpire, k.expireAt
+		if int64(len(k.val)) > MaxValueLen {
+			return 0, errValueTooLong
+		}
+		if len(k.val) > k.chunkMin {
+			m := k.newManifest(k.shard)
+			js := make([]int, len(m.locs))
+			for j := range js {
+				js[j] = j
+			}
+			return chunkedBytes(m, js, len(k.key), extLen), nil
+		}
+		return vlog.RecordSize(extLen, len(k.key), len(k.val)), nil
+	case opEdit:
+		m, js := k.editManifest()
+		return chunkedBytes(m, js, len(k.key), extLen), nil
+	}
+	return vlog.RecordSize(extLen, len(k.key), 0), nil
+}
+
+// noteLocked records that k changed at lsn: the session waits for it before it replies, and a
+// transaction of several records learns where its part in k's shard ends.
+func (tx *Tx) noteLocked(se *Session, k *txKey, lsn uint64) {
+	se.note(k.shard.id, lsn)
+	if tx.ends != nil {
+		tx.ends[k.shard] = max(tx.ends[k.shard], lsn)
+	}
+}
+
+// applyLocked appends k's record (or chunked value) with extension ext (nil: none) and
+// updates the index.
+func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
+	s := k.shard
+	code := uint8(0)
+	if ext != nil {
+		code = txCode(int(binary.LittleEndian.Uint16(ext[8:])), len(tx.ks.shards))
 	}
 	i, pos, found := s.ix.find(uint32(k.hash), k.db, k.key)
 	if k.op == opDelete && !found {
@@ -560,26 +701,36 @@ func (tx *Tx) applyLocked(se *Session, k *txKey) error {
 			return err
 		}
 	}
-	switch {
-	case k.op == opPut && int64(len(k.val)) > MaxValueLen:
-		return errValueTooLong
-	case k.op == opPut && len(k.val) > tx.ks.opts.chunkMin:
-		return tx.putChunkedLocked(se, k, i, found) // chunked.go
-	case k.op == opEdit:
-		return tx.editChunkedLocked(se, k, i, found)
+	var h vlog.Header
+	var val []byte
+	switch k.op {
+	case opPut:
+		switch {
+		case int64(len(k.val)) > MaxValueLen:
+			return errValueTooLong
+		case len(k.val) > k.chunkMin:
+			return tx.putChunkedLocked(se, k, i, found, ext, code) // chunked.go
+		}
+		h, val = recordHeader(vlog.KindPut, k.db, k.vtype, k.expireAt, s.version+1, ext), k.val
+	case opEdit:
+		return tx.editChunkedLocked(se, k, i, found, ext, code)
+	case opDelete:
+		h = recordHeader(vlog.KindDelete, k.db, 0, 0, s.version+1, ext)
+	case opExpire:
+		h = recordHeader(vlog.KindExpire, k.db, 0, k.expireAt, s.version+1, ext)
 	}
-	loc, lsn, err := s.log.Append(h, k.key, val)
+	loc, lsn, err := s.log.AppendExt(h, ext, k.key, val)
 	if err != nil {
 		return fmt.Errorf("keyspace: %w", err)
 	}
 	s.version++
-	se.note(s.id, lsn)
+	tx.noteLocked(se, k, lsn)
 	switch k.op {
 	case opPut:
 		if found {
 			s.markDeadLocked(s.ix.entry(i))
 		}
-		v := valueRef{vtype: k.vtype, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(len(val))}
+		v := valueRef{vtype: k.vtype, tx: code, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(len(val))}
 		if _, _, err := s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v); err != nil {
 			return err // cannot happen after reserve
 		}
@@ -601,10 +752,10 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	s := ks.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked}
+	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin}
 	if expireAt != 0 && expireAt <= ks.opts.Now() {
 		k.op = opDelete
 	}
 	tx := Tx{ks: ks}
-	return tx.applyLocked(se, &k)
+	return tx.applyLocked(se, &k, nil)
 }

@@ -252,7 +252,7 @@ func (c *Cache) putVerified(k cacheKey, rec []byte) {
 	if len(rec) > c.maxEntry {
 		return
 	}
-	if _, _, _, err := DecodeRecord(rec); err != nil {
+	if _, err := DecodeRecord(rec); err != nil {
 		return
 	}
 	c.put(k, rec)

@@ -310,7 +310,7 @@ func TestCachedReadsSkipTheEngine(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	size := func(r rec) int { return int(RecordSize(len(r.key), len(r.val))) }
+	size := func(r rec) int { return int(RecordSize(0, len(r.key), len(r.val))) }
 	for round := 0; round < 4; round++ {
 		for _, r := range recs {
 			v, err := readRecord(t, l, r.loc, size(r))
@@ -331,7 +331,7 @@ func TestCachedReadsSkipTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := readRecord(t, l, loc, int(RecordSize(4, 9))); err != nil || string(v) != "in memory" {
+	if v, err := readRecord(t, l, loc, int(RecordSize(0, 4, 9))); err != nil || string(v) != "in memory" {
 		t.Fatalf("tail read %q %v", v, err)
 	}
 	if st2 := c.Stats(); st2.Entries != 50 || st2.Misses != 50 || opts.Engine.Stats().Reads != 50 {
@@ -346,7 +346,7 @@ func TestCachedReadsSkipTheEngine(t *testing.T) {
 	if err := l.PrepareRead(&rs[0], recs[0].loc, size(recs[0])); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PrepareRead(&rs[1], loc2, int(RecordSize(4, 4))); err != nil {
+	if err := l.PrepareRead(&rs[1], loc2, int(RecordSize(0, 4, 4))); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.PrepareRead(&rs[2], recs[1].loc, size(recs[1])); err != nil {
@@ -354,7 +354,7 @@ func TestCachedReadsSkipTheEngine(t *testing.T) {
 	}
 	Submit(opts.Engine, []*Read{&rs[0], &rs[1], &rs[2]})
 	for i, want := range [][]byte{recs[0].val, []byte("disk"), recs[1].val} {
-		_, _, v, err := DecodeRecord(rs[i].Data)
+		v, err := decodeVal(rs[i].Data)
 		if rs[i].Err != nil || err != nil || !bytes.Equal(v, want) {
 			t.Fatalf("batch read %d: %v %v", i, rs[i].Err, err)
 		}
@@ -389,7 +389,7 @@ func TestCacheNeverHoldsCorruptRecord(t *testing.T) {
 	}
 	f.WriteAt([]byte{'X'}, int64(loc.Off)+HeaderSize+100)
 	f.Close()
-	n := int(RecordSize(1, 500))
+	n := int(RecordSize(0, 1, 500))
 	for i := 1; i <= 3; i++ {
 		if _, err := readRecord(t, l, loc, n); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("read %d of a corrupt record: %v", i, err)
@@ -401,7 +401,7 @@ func TestCacheNeverHoldsCorruptRecord(t *testing.T) {
 	if st := c.Stats(); st.Entries != 0 || st.Inserts != 0 {
 		t.Fatalf("corrupt record cached: %+v", st)
 	}
-	if v, err := readRecord(t, l, good, int(RecordSize(1, 4))); err != nil || string(v) != "fine" {
+	if v, err := readRecord(t, l, good, int(RecordSize(0, 1, 4))); err != nil || string(v) != "fine" {
 		t.Fatalf("%q %v", v, err)
 	}
 	if st := c.Stats(); st.Entries != 1 {
@@ -430,7 +430,7 @@ func TestCacheLogIdentity(t *testing.T) {
 	if locA != locB {
 		t.Fatalf("test expects equal locations, got %+v %+v", locA, locB)
 	}
-	n := int(RecordSize(1, 6))
+	n := int(RecordSize(0, 1, 6))
 	for i := 0; i < 3; i++ {
 		for _, x := range []struct {
 			l    *Log
@@ -447,6 +447,9 @@ func TestCacheLogIdentity(t *testing.T) {
 	// FLUSHALL-style: rotate, drop everything older. The old location is gone for readers.
 	seg, err := la.Rotate()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Sync(); err != nil { // FLUSHALL syncs its record before it drops
 		t.Fatal(err)
 	}
 	la.DropSegmentsBefore(seg)
@@ -475,7 +478,7 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	n := int(RecordSize(1, 1000))
+	n := int(RecordSize(0, 1, 1000))
 	var r Read
 	reads := []*Read{&r}
 	read := func() {
@@ -574,7 +577,7 @@ func TestCacheModel(t *testing.T) {
 					if !ok {
 						continue
 					}
-					v, err := readRecord(t, l, m.loc, int(RecordSize(len(key), len(m.val))))
+					v, err := readRecord(t, l, m.loc, int(RecordSize(0, len(key), len(m.val))))
 					if err != nil || !bytes.Equal(v, m.val) {
 						t.Fatalf("seed %d op %d: read %s at %+v: %v, value equal %v", seed, op, key, m.loc, err, bytes.Equal(v, m.val))
 					}
@@ -599,12 +602,12 @@ func TestCacheNoFill(t *testing.T) {
 	opts.Cache = c
 	l, _ := collect(t, opts)
 	defer l.Close()
-	a, _, _ := l.Append(Header{Kind: KindChunk, Version: 1}, []byte("k"), []byte("first"))
-	b, _, _ := l.Append(Header{Kind: KindChunk, Version: 1}, []byte("k"), []byte("second"))
+	a, _, _ := l.Append(Header{Kind: KindSub, Version: 1}, []byte("k"), []byte("first"))
+	b, _, _ := l.Append(Header{Kind: KindSub, Version: 1}, []byte("k"), []byte("second"))
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	n := int(RecordSize(1, 5))
+	n := int(RecordSize(0, 1, 5))
 	read := func(loc Loc, n int, fill bool) string {
 		t.Helper()
 		var r Read
@@ -617,7 +620,7 @@ func TestCacheNoFill(t *testing.T) {
 		}
 		defer r.Release()
 		Submit(opts.Engine, []*Read{&r})
-		_, _, v, err := DecodeRecord(r.Data)
+		v, err := decodeVal(r.Data)
 		if r.Err != nil || err != nil {
 			t.Fatalf("read: %v %v", r.Err, err)
 		}

@@ -71,7 +71,7 @@ func TestFlushWriteDoesNotWaitForSync(t *testing.T) {
 	// Everything written is still readable (the tail trimmed after the sync must not have
 	// disturbed bytes a concurrent write was using), and a final sync makes all of it durable.
 	for i, loc := range locs {
-		got, err := readRecord(t, l, loc, int(RecordSize(len(fmt.Sprint("k", i+1)), 100)))
+		got, err := readRecord(t, l, loc, int(RecordSize(0, len(fmt.Sprint("k", i+1)), 100)))
 		if err != nil || !bytes.Equal(got, bytes.Repeat([]byte{byte(i + 1)}, 100)) {
 			t.Fatalf("record %d: %v %q", i+1, err, got)
 		}

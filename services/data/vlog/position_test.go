@@ -24,6 +24,11 @@ func fillLog(t *testing.T, fs vfs.FS, n int) ([]Loc, Loc) {
 		}
 		locs = append(locs, loc)
 	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Where the log ends once closed (a clean close may add a mark).
+	l, _ = collect(t, opts)
 	end, _ := l.Position()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -31,7 +36,16 @@ func fillLog(t *testing.T, fs vfs.FS, n int) ([]Loc, Loc) {
 	return locs, end
 }
 
-// TestReplayFrom: Open replays exactly the records at or after Options.ReplayFrom, from any
+func collectFrom(t *testing.T, opts Options, from Loc) (*Log, []rec) {
+	t.Helper()
+	l, got, err := openReplay(opts, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, got
+}
+
+// TestReplayFrom: Replay hands on exactly the records at or after its position, from any
 // record boundary and from the end, and the log appends after them as usual.
 func TestReplayFrom(t *testing.T) {
 	fs := vfs.NewMem()
@@ -43,8 +57,7 @@ func TestReplayFrom(t *testing.T) {
 	for _, from := range starts {
 		opts := testOpts(fs, "/log")
 		opts.SegmentSize = 1 << 10
-		opts.ReplayFrom = from
-		l, got := collect(t, opts)
+		l, got := collectFrom(t, opts, from)
 		want := 0
 		for _, loc := range locs {
 			if loc.Seg > from.Seg || loc.Seg == from.Seg && loc.Off >= from.Off {
@@ -58,7 +71,7 @@ func TestReplayFrom(t *testing.T) {
 			t.Fatalf("from %v: first record replayed at %v, want %v", from, got[0].loc, locs[len(locs)-want])
 		}
 		// Records before the position stay readable.
-		if v, err := readRecord(t, l, locs[0], int(RecordSize(2, 100))); err != nil || len(v) != 100 {
+		if v, err := readRecord(t, l, locs[0], int(RecordSize(0, 2, 100))); err != nil || len(v) != 100 {
 			t.Fatalf("from %v: reading the first record: %v", from, err)
 		}
 		if pos, _ := l.Position(); pos != end {
@@ -85,8 +98,7 @@ func TestReplayFromTornTail(t *testing.T) {
 	f.Close()
 	opts := testOpts(fs, "/log")
 	opts.SegmentSize = 1 << 10
-	opts.ReplayFrom = locs[len(locs)-2]
-	l, got := collect(t, opts)
+	l, got := collectFrom(t, opts, locs[len(locs)-2])
 	defer l.Close()
 	if len(got) != 1 || got[0].loc != locs[len(locs)-2] {
 		t.Fatalf("replayed %+v, want only the record at %v", got, locs[len(locs)-2])
@@ -100,20 +112,24 @@ func TestReplayFromTornTail(t *testing.T) {
 }
 
 // TestReplayFromBeyondLog: a position the log does not reach is refused before anything is
-// replayed or cut, so the caller can open again with a full replay.
+// replayed, so the caller can replay from the start instead.
 func TestReplayFromBeyondLog(t *testing.T) {
 	fs := vfs.NewMem()
 	_, end := fillLog(t, fs, 30)
 	for _, from := range []Loc{
 		{Seg: end.Seg, Off: end.Off + 1},
-		{Seg: end.Seg + 1, Off: 0},
+		{Seg: end.Seg + 1, Off: SegmentHeaderSize},
 		{Seg: end.Seg + 5, Off: 7},
 	} {
 		opts := testOpts(fs, "/log")
 		opts.SegmentSize = 1 << 10
-		opts.ReplayFrom = from
 		called := false
-		_, err := Open(opts, func(Loc, Header, []byte, []byte) error { called = true; return nil })
+		l, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = l.Replay(from, func(*Record) error { called = true; return nil })
+		l.Close()
 		if !errors.Is(err, ErrReplayStart) || called {
 			t.Fatalf("from %v (log end %v): err %v, replayed %v", from, end, err, called)
 		}
@@ -124,10 +140,9 @@ func TestReplayFromBeyondLog(t *testing.T) {
 	if err := fs.Remove(filepath.Join("/log", segName(2))); err != nil {
 		t.Fatal(err)
 	}
-	opts.ReplayFrom = Loc{Seg: 2, Off: 500}
-	l, got := collect(t, opts)
+	l, got := collectFrom(t, opts, Loc{Seg: 2, Off: 500})
 	defer l.Close()
-	if len(got) == 0 || got[0].loc != (Loc{Seg: 3, Off: 0}) {
+	if len(got) == 0 || got[0].loc != (Loc{Seg: 3, Off: SegmentHeaderSize}) {
 		t.Fatalf("from a dropped segment: first replayed %+v", got[:min(1, len(got))])
 	}
 }

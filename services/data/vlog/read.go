@@ -28,9 +28,9 @@ type Read struct {
 	ckey  cacheKey
 }
 
-// PrepareRead sets r up to read the n-byte record at loc. A record still in the tail or in the
-// value cache is copied now and needs no I/O; otherwise the segment is pinned until Release.
-// Records in the tail are never cached: they are in memory already.
+// PrepareRead sets r up to read the n-byte record at loc. A record still in memory (not yet
+// synced) or in the value cache is copied now and needs no I/O; otherwise the segment is pinned
+// until Release. Records in memory are never cached: they are there already.
 func (l *Log) PrepareRead(r *Read, loc Loc, n int) error { return l.prepareRead(r, loc, n, true) }
 
 // PrepareReadNoFill is PrepareRead for a bulk read, such as every chunk of a large value: a
@@ -43,13 +43,13 @@ func (l *Log) PrepareReadNoFill(r *Read, loc Loc, n int) error {
 func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
 	*r = Read{n: n}
 	l.mu.Lock()
-	if l.active != nil && loc.Seg == l.active.id && int64(loc.Off) >= l.tailOff {
-		start := int64(loc.Off) - l.tailOff
-		if start+int64(n) > int64(len(l.tail)) {
+	if o := l.openOf(loc.Seg); o != nil && int64(loc.Off) >= o.tailOff {
+		start := int64(loc.Off) - o.tailOff
+		if start+int64(n) > int64(len(o.tail)) {
 			l.mu.Unlock()
 			return fmt.Errorf("%w: record at %d:%d beyond the log end", ErrCorrupt, loc.Seg, loc.Off)
 		}
-		r.mem = append(getPlain(n), l.tail[start:start+int64(n)]...)
+		r.mem = append(getPlain(n), o.tail[start:start+int64(n)]...)
 		r.Data = r.mem
 		l.mu.Unlock()
 		return nil

@@ -68,7 +68,7 @@ type segAcct struct {
 
 // appended accounts for a record of kind k and n bytes appended to the segment.
 func (a *segAcct) appended(k Kind, n int64) {
-	if k != KindPut && k != KindChunk {
+	if k != KindPut && k != KindSub {
 		a.dead += n
 		a.nonPut += n
 	}
@@ -92,8 +92,8 @@ type pin struct{ segs []*segment }
 
 // segSizeLocked returns the bytes of records in s.
 func (l *Log) segSizeLocked(s *segment) int64 {
-	if s == l.active {
-		return l.size
+	if o := l.openOf(s.id); o != nil {
+		return o.size
 	}
 	if !s.acct.sized {
 		n, err := s.rf.Size()
@@ -183,7 +183,9 @@ type SegmentStat struct {
 	// that may be puts of removed keys (not superseded): exact for segments created since
 	// the log opened, which are the only ones whose appends it saw.
 	Expire, Removed int64
-	Active          bool // the segment being appended to; never reclaimed
+	// Active marks a segment with bytes not yet synced: the one being appended to, or a full
+	// one not yet sealed. Never reclaimed.
+	Active bool
 	// Pending marks a dropped segment whose file is not yet removed for good (Size is its
 	// size; it counts as stale).
 	Pending bool
@@ -214,7 +216,7 @@ func (l *Log) statLocked(id uint32, s *segment) SegmentStat {
 		ID: id, Size: l.segSizeLocked(s), Dead: s.acct.dead,
 		Stale: s.acct.dead - s.acct.nonPut - s.acct.chunk, Chunks: s.acct.chunk,
 		Expire: s.acct.expire, Removed: s.acct.removed,
-		Active: s == l.active,
+		Active: l.openOf(id) != nil,
 	}
 }
 
@@ -313,7 +315,7 @@ func (l *Log) dropLocked(s *segment) *segment {
 func (l *Log) DropSegment(id uint32) error {
 	l.mu.Lock()
 	s := l.segs[id]
-	if s == nil || s == l.active {
+	if s == nil || l.openOf(id) != nil {
 		l.mu.Unlock()
 		return fmt.Errorf("vlog: cannot drop segment %d: not a sealed segment of %s", id, l.opts.Dir)
 	}
@@ -367,18 +369,6 @@ func (l *Log) Pin(from uint32) (unpin func()) {
 	}
 }
 
-// Record is one record yielded by a SegmentScan. Key and Val alias the scan's buffer: they are
-// valid until the next call of Next.
-type Record struct {
-	Loc    Loc
-	Header Header
-	Key    []byte
-	Val    []byte
-}
-
-// Size is the record's encoded size.
-func (r *Record) Size() int64 { return r.Header.Size() }
-
 // SegmentScan reads a sealed segment's records in order, verifying each, for reclamation. It
 // reads through the page cache, not with O_DIRECT: a segment is scanned once, sequentially, and
 // removed right after, which frees its cached pages too.
@@ -397,7 +387,7 @@ type SegmentScan struct {
 func (l *Log) ScanSegment(id uint32) (*SegmentScan, error) {
 	l.mu.Lock()
 	s := l.segs[id]
-	if s == nil || s == l.active {
+	if s == nil || l.openOf(id) != nil {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("vlog: cannot scan segment %d: not a sealed segment of %s", id, l.opts.Dir)
 	}
@@ -414,7 +404,7 @@ func (l *Log) ScanSegment(id uint32) (*SegmentScan, error) {
 		s.release()
 		return nil, fmt.Errorf("vlog: %w", err)
 	}
-	return &SegmentScan{l: l, seg: s, sc: scanner{f: f, size: size}}, nil
+	return &SegmentScan{l: l, seg: s, sc: scanner{f: f, size: size}, off: SegmentHeaderSize}, nil
 }
 
 // Offset is how far the scan has read.
@@ -479,11 +469,12 @@ func (sc *SegmentScan) peek(off int64, mayLoad bool, chunk int) (Record, bool, e
 			return Record{}, false, nil
 		}
 	}
-	h, key, val, err := DecodeRecord(s.buf[off-s.start:])
+	r, err := DecodeRecord(s.buf[off-s.start:])
 	if err != nil {
 		return Record{}, false, nil
 	}
-	return Record{Loc: Loc{Seg: sc.seg.id, Off: uint32(off)}, Header: h, Key: key, Val: val}, true, nil
+	r.Loc = Loc{Seg: sc.seg.id, Off: uint32(off)}
+	return r, true, nil
 }
 
 // Close ends the scan and lets go of the segment.

@@ -37,15 +37,16 @@ func TestSegmentAccounting(t *testing.T) {
 	l, _ := collect(t, opts)
 	defer l.Close()
 	put := mustAppend(t, l, Header{Kind: KindPut, Version: 1}, []byte("a"), bytes.Repeat([]byte("v"), 100))
-	putSize := RecordSize(1, 100)
-	del := RecordSize(1, 0)
+	putSize := RecordSize(0, 1, 100)
+	del := RecordSize(0, 1, 0)
 	mustAppend(t, l, Header{Kind: KindDelete, Version: 2}, []byte("b"), nil)
 	mustAppend(t, l, Header{Kind: KindExpire, Version: 3, ExpireAt: 9}, []byte("a"), nil)
 	mustAppend(t, l, Header{Kind: KindFlushDB, Version: 4}, nil, nil)
-	flush := RecordSize(0, 0)
+	flush := RecordSize(0, 0, 0)
 	st := segStat(t, l, put.Seg)
-	if want := putSize + 2*del + flush; st.Size != want || st.Dead != 2*del+flush || st.Stale != 0 || st.Expire != del || !st.Active {
-		t.Fatalf("after appends: %+v, want size %d, dead %d, stale 0, expire %d", st, want, 2*del+flush, del)
+	hdr := int64(SegmentHeaderSize) // dead from the start, like a record that is no put
+	if want := hdr + putSize + 2*del + flush; st.Size != want || st.Dead != hdr+2*del+flush || st.Stale != 0 || st.Expire != del || !st.Active {
+		t.Fatalf("after appends: %+v, want size %d, dead %d, stale 0, expire %d", st, want, hdr+2*del+flush, del)
 	}
 	if l.MayHoldStaleBefore(put.Seg + 1) {
 		t.Fatal("no dead put yet, but MayHoldStaleBefore says so")
@@ -56,9 +57,9 @@ func TestSegmentAccounting(t *testing.T) {
 		t.Fatalf("after MarkDead: %+v", st)
 	}
 	removed := mustAppend(t, l, Header{Kind: KindPut, Version: 5}, []byte("r"), []byte("gone"))
-	l.MarkRemoved(removed, RecordSize(1, 4))
+	l.MarkRemoved(removed, RecordSize(0, 1, 4))
 	st = segStat(t, l, put.Seg)
-	if st.Live() != 0 || st.Stale != putSize+RecordSize(1, 4) || st.Removed != RecordSize(1, 4) {
+	if st.Live() != 0 || st.Stale != putSize+RecordSize(0, 1, 4) || st.Removed != RecordSize(0, 1, 4) {
 		t.Fatalf("after MarkRemoved: %+v", st)
 	}
 	if !l.MayHoldStaleBefore(put.Seg+1) || l.MayHoldStaleBefore(put.Seg) {
@@ -71,6 +72,9 @@ func TestSegmentAccounting(t *testing.T) {
 	for i := 0; last.Seg == put.Seg; i++ {
 		last = mustAppend(t, l, Header{Kind: KindPut, Version: uint64(10 + i)}, []byte(fmt.Sprint(i)), bytes.Repeat([]byte("x"), 500))
 	}
+	if err := l.Sync(); err != nil { // seals the full segment
+		t.Fatal(err)
+	}
 	sealed := segStat(t, l, put.Seg)
 	if sealed.Active || sealed.Size <= st.Size || sealed.Dead != st.Dead {
 		t.Fatalf("sealed: %+v (before %+v)", sealed, st)
@@ -80,19 +84,19 @@ func TestSegmentAccounting(t *testing.T) {
 	for _, g := range l.SegmentStats() {
 		size += g.Size
 	}
-	if sp.LiveBytes+sp.DeadBytes != size || sp.DeadBytes != st.Dead {
+	if sp.LiveBytes+sp.DeadBytes != size || sp.DeadBytes != st.Dead+hdr { // + the next segment's header
 		t.Fatalf("space %+v, segments hold %d bytes", sp, size)
 	}
 
 	// SetLive, as the keyspace calls it after Open: dead bytes not known to be non-puts
 	// become possible puts.
-	l.SetLive(map[uint32]int64{last.Seg: RecordSize(len(fmt.Sprint(0)), 500)})
+	l.SetLive(map[uint32]int64{last.Seg: RecordSize(0, len(fmt.Sprint(0)), 500)})
 	st = segStat(t, l, put.Seg)
-	if st.Dead != st.Size || st.Stale != st.Size-(2*del+flush) || st.Removed != st.Stale {
+	if st.Dead != st.Size || st.Stale != st.Size-(hdr+2*del+flush) || st.Removed != st.Stale {
 		t.Fatalf("after SetLive: %+v", st)
 	}
 	active := segStat(t, l, last.Seg)
-	if active.Live() != RecordSize(1, 500) {
+	if active.Live() != RecordSize(0, 1, 500) {
 		t.Fatalf("active after SetLive: %+v", active)
 	}
 	l.MarkAllDead()
@@ -139,6 +143,9 @@ func TestSegmentScan(t *testing.T) {
 		h.KeyLen, h.ValLen = uint32(len(key)), uint32(len(val))
 		recs = append(recs, want{loc, h, key, val})
 	}
+	if err := l.Sync(); err != nil { // seals segment 1
+		t.Fatal(err)
+	}
 	if _, err := l.ScanSegment(2); err == nil {
 		t.Fatal("scanned the active segment")
 	}
@@ -159,6 +166,7 @@ func TestSegmentScan(t *testing.T) {
 			var bytes int64
 			for i, r := range got {
 				w := recs[n]
+				w.h.Synced, w.h.Flags = r.Header.Synced, r.Header.Flags // set by the log
 				if r.Loc != w.loc || r.Header != w.h || string(r.Key) != string(w.key) || string(r.Val) != string(w.val) {
 					t.Fatalf("batch %d, record %d: %+v %q (%d bytes), want %+v %q (%d bytes)", batch, n, r.Header, r.Key, len(r.Val), w.h, w.key, len(w.val))
 				}
@@ -191,6 +199,9 @@ func TestSegmentScanSkipsCorrupt(t *testing.T) {
 			break
 		}
 		locs = append(locs, loc)
+	}
+	if err := l.Sync(); err != nil { // seals segment 1
+		t.Fatal(err)
 	}
 	f, err := mem.OpenReadWrite(filepath.Join("/log", segName(1)))
 	if err != nil {
@@ -251,7 +262,7 @@ func TestDropSegmentWaitsForReaders(t *testing.T) {
 	exists := func(p string) bool { _, err := mem.Stat(p); return err == nil }
 
 	var r Read
-	if err := l.PrepareRead(&r, first, int(RecordSize(1, len(val)))); err != nil {
+	if err := l.PrepareRead(&r, first, int(RecordSize(0, 1, len(val)))); err != nil {
 		t.Fatal(err)
 	}
 	unpin := l.Pin(2)
@@ -276,7 +287,7 @@ func TestDropSegmentWaitsForReaders(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if _, _, got, err := DecodeRecord(r.Data); err != nil || !bytes.Equal(got, val) {
+	if got, err := decodeVal(r.Data); err != nil || !bytes.Equal(got, val) {
 		t.Fatalf("read of a dropped segment: %v", err)
 	}
 	r.Release()
@@ -304,36 +315,37 @@ func TestChunkAccounting(t *testing.T) {
 	l, _ := collect(t, opts)
 	defer l.Close()
 	chunk := func(off int64) Loc {
-		return mustAppend(t, l, Header{Kind: KindChunk, Version: 1, ExpireAt: off}, []byte("k"), bytes.Repeat([]byte("c"), 64))
+		return mustAppend(t, l, Header{Kind: KindSub, Version: 1, ExpireAt: off}, []byte("k"), bytes.Repeat([]byte("c"), 64))
 	}
 	c0, c1 := chunk(0), chunk(64)
-	n := RecordSize(1, 64)
+	n := RecordSize(0, 1, 64)
 	man := mustAppend(t, l, Header{Kind: KindPut, Version: 1, VType: 0x20}, []byte("k"), make([]byte, 32))
 	st := segStat(t, l, c0.Seg)
-	if st.Dead != 0 || st.Chunks != 0 || st.Size != 2*n+RecordSize(1, 32) {
+	hdr := int64(SegmentHeaderSize)
+	if st.Dead != hdr || st.Chunks != 0 || st.Size != hdr+2*n+RecordSize(0, 1, 32) {
 		t.Fatalf("after appending chunks and a manifest: %+v", st)
 	}
 	l.MarkChunkDead(c0, n)
 	st = segStat(t, l, c0.Seg)
-	if st.Dead != n || st.Chunks != n || st.Stale != 0 || st.Removed != 0 {
+	if st.Dead != hdr+n || st.Chunks != n || st.Stale != 0 || st.Removed != 0 {
 		t.Fatalf("after MarkChunkDead: %+v", st)
 	}
 	if l.MayHoldStaleBefore(c0.Seg + 1) {
 		t.Fatal("a dead chunk makes MayHoldStaleBefore true: it would keep tombstones alive")
 	}
-	l.MarkDead(man, RecordSize(1, 32)) // the manifest is a put: stale once dead
+	l.MarkDead(man, RecordSize(0, 1, 32)) // the manifest is a put: stale once dead
 	if !l.MayHoldStaleBefore(c0.Seg + 1) {
 		t.Fatal("a dead manifest must count as a dead put")
 	}
 	l.MarkChunkDead(c1, n)
 	st = segStat(t, l, c0.Seg)
-	if st.Live() != 0 || st.Chunks != 2*n || st.Stale != RecordSize(1, 32) {
+	if st.Live() != 0 || st.Chunks != 2*n || st.Stale != RecordSize(0, 1, 32) {
 		t.Fatalf("all dead: %+v", st)
 	}
 	// SetLive after a restart: known chunk bytes stay chunks, the rest of unknown cause.
 	l.SetLive(map[uint32]int64{})
 	st = segStat(t, l, c0.Seg)
-	if st.Dead != st.Size || st.Chunks != 2*n || st.Stale != st.Size-2*n {
+	if st.Dead != st.Size || st.Chunks != 2*n || st.Stale != st.Size-hdr-2*n {
 		t.Fatalf("after SetLive: %+v", st)
 	}
 	l.MarkChunkDead(Loc{Seg: 999}, 10) // a segment that does not exist: ignored
@@ -345,7 +357,7 @@ func TestChunkReplayAndReads(t *testing.T) {
 	opts := testOpts(vfs.NewMem(), "/log")
 	opts.SegmentSize = 512
 	l, _ := collect(t, opts)
-	c := mustAppend(t, l, Header{Kind: KindChunk, DB: 2, Version: 7, ExpireAt: 8192}, []byte("key"), []byte("chunk bytes"))
+	c := mustAppend(t, l, Header{Kind: KindSub, DB: 2, Version: 7, ExpireAt: 8192}, []byte("key"), []byte("chunk bytes"))
 	for l.Stats().Segments < 3 {
 		mustAppend(t, l, Header{Kind: KindPut, Version: 8}, []byte("fill"), make([]byte, 200))
 	}
@@ -354,16 +366,16 @@ func TestChunkReplayAndReads(t *testing.T) {
 	}
 	l, recs := collect(t, opts)
 	defer l.Close()
-	if r := recs[0]; r.loc != c || r.h.Kind != KindChunk || r.h.DB != 2 || r.h.ExpireAt != 8192 || r.key != "key" || string(r.val) != "chunk bytes" {
+	if r := recs[0]; r.loc != c || r.h.Kind != KindSub || r.h.DB != 2 || r.h.ExpireAt != 8192 || r.key != "key" || string(r.val) != "chunk bytes" {
 		t.Fatalf("replayed %+v", r)
 	}
-	if v, err := readRecord(t, l, c, int(RecordSize(3, 11))); err != nil || string(v) != "chunk bytes" {
+	if v, err := readRecord(t, l, c, int(RecordSize(0, 3, 11))); err != nil || string(v) != "chunk bytes" {
 		t.Fatalf("read: %q %v", v, err)
 	}
 	if err := l.DropSegment(c.Seg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readRecord(t, l, c, int(RecordSize(3, 11))); !errors.Is(err, ErrSegmentGone) {
+	if _, err := readRecord(t, l, c, int(RecordSize(0, 3, 11))); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("read of a dropped segment: %v, want ErrSegmentGone", err)
 	}
 }

@@ -155,7 +155,7 @@ func TestLogReadsThroughUring(t *testing.T) {
 	align := uint64(vfs.AlignedBlock)
 	for i, loc := range locs {
 		reads[i] = &Read{}
-		n := uint64(RecordSize(len(fmt.Sprint(i)), len(vals[i])))
+		n := uint64(RecordSize(0, len(fmt.Sprint(i)), len(vals[i])))
 		if err := l.PrepareRead(reads[i], loc, int(n)); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestLogReadsThroughUring(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		_, _, v, err := DecodeRecord(r.Data)
+		v, err := decodeVal(r.Data)
 		if err != nil || !bytes.Equal(v, vals[i]) {
 			t.Fatalf("record %d: %v", i, err)
 		}

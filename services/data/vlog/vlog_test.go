@@ -2,8 +2,10 @@ package vlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -25,15 +27,31 @@ type rec struct {
 
 func collect(t *testing.T, opts Options) (*Log, []rec) {
 	t.Helper()
-	var got []rec
-	l, err := Open(opts, func(loc Loc, h Header, key, val []byte) error {
-		got = append(got, rec{loc: loc, h: h, key: string(key), val: append([]byte(nil), val...)})
-		return nil
-	})
+	l, got, err := openReplay(opts, Loc{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, got
+}
+
+// openReplay opens a log and replays it from from, returning the records that are not marks.
+func openReplay(opts Options, from Loc) (*Log, []rec, error) {
+	l, err := Open(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var got []rec
+	err = l.Replay(from, func(r *Record) error {
+		if r.Header.Kind != KindMark {
+			got = append(got, rec{loc: r.Loc, h: r.Header, key: string(r.Key), val: append([]byte(nil), r.Val...)})
+		}
+		return nil
+	})
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, got, nil
 }
 
 func readRecord(t *testing.T, l *Log, loc Loc, n int) ([]byte, error) {
@@ -47,43 +65,63 @@ func readRecord(t *testing.T, l *Log, loc Loc, n int) ([]byte, error) {
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	_, _, val, err := DecodeRecord(r.Data)
-	return append([]byte(nil), val...), err
+	d, err := DecodeRecord(r.Data)
+	return append([]byte(nil), d.Val...), err
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	h := Header{Kind: KindPut, DB: 3, VType: 0, Version: 42, ExpireAt: 1234}
-	b := AppendRecord(nil, h, []byte("key"), []byte("value"))
-	if int64(len(b)) != RecordSize(3, 5) {
+	h := Header{Kind: KindPut, DB: 3, VType: 2, Flags: FlagRaw | FlagTx, Version: 42, ExpireAt: 1234, Sub: 77, Synced: 9}
+	b := AppendRecord(nil, h, []byte("ext"), []byte("key"), []byte("value"))
+	if int64(len(b)) != RecordSize(3, 3, 5) {
 		t.Fatalf("size %d", len(b))
 	}
-	got, k, v, err := DecodeRecord(b)
-	if err != nil || string(k) != "key" || string(v) != "value" || got.Version != 42 || got.DB != 3 || got.ExpireAt != 1234 {
-		t.Fatalf("decode: %+v %q %q %v", got, k, v, err)
+	r, err := DecodeRecord(b)
+	got := r.Header
+	if err != nil || string(r.Ext) != "ext" || string(r.Key) != "key" || string(r.Val) != "value" || got.Version != 42 ||
+		got.DB != 3 || got.VType != 2 || got.Flags != FlagRaw|FlagTx || got.ExpireAt != 1234 || got.Sub != 77 || got.Synced != 9 {
+		t.Fatalf("decode: %+v %v", r, err)
 	}
 	for i := range b {
 		c := append([]byte(nil), b...)
 		c[i] ^= 0x10
-		if _, _, _, err := DecodeRecord(c); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeRecord(c); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("flipping byte %d not detected: %v", i, err)
 		}
 	}
 }
 
+// A record that verifies but that this version does not know is refused as newer, never as
+// corrupt: recovery must not cut it as a torn tail.
+func TestRecordOfNewerFormat(t *testing.T) {
+	for name, mutate := range map[string]func(b []byte){
+		"kind":     func(b []byte) { b[5] = byte(maxKind + 1) },
+		"flag":     func(b []byte) { b[8] |= 1 << 5 },
+		"reserved": func(b []byte) { b[9] = 1 },
+	} {
+		b := AppendRecord(nil, Header{Kind: KindPut, Version: 1}, nil, []byte("k"), []byte("v"))
+		mutate(b)
+		binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+		if _, err := DecodeRecord(b); !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrNewerFormat only", name, err)
+		}
+	}
+}
+
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(AppendRecord(nil, Header{Kind: KindPut, Version: 1}, []byte("k"), []byte("v")))
-	f.Add(AppendRecord(nil, Header{Kind: KindFlushAll, Version: 9}, nil, nil))
-	f.Add(AppendRecord(nil, Header{Kind: KindChunk, Version: 3, ExpireAt: 8192}, []byte("k"), []byte("chunk")))
+	f.Add(AppendRecord(nil, Header{Kind: KindPut, Version: 1}, nil, []byte("k"), []byte("v")))
+	f.Add(AppendRecord(nil, Header{Kind: KindFlushAll, Version: 9}, nil, nil, nil))
+	f.Add(AppendRecord(nil, Header{Kind: KindSub, Version: 3, Sub: 1}, nil, []byte("objectid"), []byte("chunk")))
+	f.Add(AppendRecord(nil, Header{Kind: KindPut, Flags: FlagTx, Version: 3}, []byte("condition"), []byte("k"), []byte("v")))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, k, v, err := DecodeRecord(b)
+		r, err := DecodeRecord(b)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error not of the corrupt class: %v", err)
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNewerFormat) {
+				t.Fatalf("error of no known class: %v", err)
 			}
 			return
 		}
-		again := AppendRecord(nil, h, k, v)
+		again := AppendRecord(nil, r.Header, r.Ext, r.Key, r.Val)
 		if !bytes.Equal(again, b[:len(again)]) {
 			t.Fatalf("re-encoding differs")
 		}
@@ -121,7 +159,7 @@ func TestAppendReadAcrossSyncAndRotation(t *testing.T) {
 				}
 				// Every record is readable at once, from the tail or the file.
 				j := rng.IntN(len(recs))
-				got, err := readRecord(t, l, recs[j].loc, int(RecordSize(len(recs[j].key), len(recs[j].val))))
+				got, err := readRecord(t, l, recs[j].loc, int(RecordSize(0, len(recs[j].key), len(recs[j].val))))
 				if err != nil || !bytes.Equal(got, recs[j].val) {
 					t.Fatalf("record %d: %v", j, err)
 				}
@@ -141,7 +179,7 @@ func TestAppendReadAcrossSyncAndRotation(t *testing.T) {
 				if got[i].key != recs[i].key || got[i].loc != recs[i].loc {
 					t.Fatalf("record %d: got %+v want %+v", i, got[i], recs[i])
 				}
-				v, err := readRecord(t, l2, recs[i].loc, int(RecordSize(len(recs[i].key), len(recs[i].val))))
+				v, err := readRecord(t, l2, recs[i].loc, int(RecordSize(0, len(recs[i].key), len(recs[i].val))))
 				if err != nil || !bytes.Equal(v, recs[i].val) {
 					t.Fatalf("reread %d: %v", i, err)
 				}
@@ -203,9 +241,10 @@ func TestCrashKeepsSyncedPrefix(t *testing.T) {
 	}
 }
 
-// TestCorruptSealedRecordSkipped flips a byte in a sealed segment: replay reports it, skips only
-// that record and keeps every other one.
-func TestCorruptSealedRecordSkipped(t *testing.T) {
+// TestCorruptSealedRecord flips a byte in a sealed segment: Open refuses with an error that
+// names the segment and offset; with Repair the damaged record is moved aside into the
+// quarantine directory and every other record is kept.
+func TestCorruptSealedRecord(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := testOpts(mem, "/d")
 	opts.SegmentSize = 4096
@@ -220,16 +259,21 @@ func TestCorruptSealedRecordSkipped(t *testing.T) {
 	}
 	l.Close()
 	victim := locs[3]
-	if victim.Seg != locs[0].Seg {
-		t.Fatal("test expects record 3 in the first segment")
+	if victim.Seg != locs[0].Seg || locs[len(locs)-1].Seg == victim.Seg {
+		t.Fatal("test expects record 3 in the first segment, a sealed one")
 	}
-	f, err := mem.OpenReadWrite(fmt.Sprintf("/d/%s", segName(victim.Seg)))
-	if err != nil {
+	path := fmt.Sprintf("/d/%s", segName(victim.Seg))
+	if err := flipBit(mem, path, int64(victim.Off)+HeaderSize+5, 3); err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt([]byte{0xff}, int64(victim.Off)+HeaderSize+5)
-	f.Sync()
-	f.Close()
+	_, _, err := openReplay(opts, Loc{})
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.Segment != path || ce.Offset != int64(victim.Off) ||
+		ce.Length != int64(locs[4].Off-victim.Off) {
+		t.Fatalf("open of a damaged log: %v, want a CorruptionError at %s:%d", err, path, victim.Off)
+	}
+
+	opts.Repair = true
 	l2, got := collect(t, opts)
 	defer l2.Close()
 	if len(got) != 39 {
@@ -240,12 +284,29 @@ func TestCorruptSealedRecordSkipped(t *testing.T) {
 			t.Fatal("corrupt record replayed")
 		}
 	}
-	if st := l2.Stats(); st.Corrupt != 1 {
-		t.Fatalf("corrupt count %d", st.Corrupt)
+	if st := l2.Stats(); st.Corrupt != 1 || st.Repaired != 1 {
+		t.Fatalf("corrupt %d, repaired %d", st.Corrupt, st.Repaired)
 	}
-	// Reading the corrupt record through the engine is detected, never served.
-	if _, err := readRecord(t, l2, victim, int(RecordSize(3, 500))); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("corrupt read: %v", err)
+	// The damaged bytes are kept aside, as they were on disk.
+	q, err := mem.Open(fmt.Sprintf("/d/quarantine/%s.%d.bad", segName(victim.Seg), victim.Off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := q.Size()
+	saved := make([]byte, size)
+	q.ReadAt(saved, 0)
+	q.Close()
+	orig := AppendRecord(nil, Header{Kind: KindPut, Version: 4}, nil, []byte("k03"), bytes.Repeat([]byte{3}, 500))
+	if len(saved) != len(orig) || bytes.Equal(saved, orig) {
+		t.Fatalf("quarantined %d bytes, want the %d damaged ones", len(saved), len(orig))
+	}
+	// A later open finds nothing to repair.
+	l2.Close()
+	opts.Repair = false
+	l3, again := collect(t, opts)
+	l3.Close()
+	if len(again) != 39 {
+		t.Fatalf("after the repair %d records replay, want 39", len(again))
 	}
 }
 
@@ -261,7 +322,7 @@ func TestDirectReadsOnOSFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := opts.Engine.Stats().Reads
-	v, err := readRecord(t, l, loc, int(RecordSize(1, 5)))
+	v, err := readRecord(t, l, loc, int(RecordSize(0, 1, 5)))
 	if err != nil || string(v) != "hello" {
 		t.Fatalf("%q %v", v, err)
 	}
@@ -289,7 +350,7 @@ func TestWriteErrorIsStickyUntilSuccess(t *testing.T) {
 		t.Fatal("write error not recorded")
 	}
 	// Still readable from the tail while the disk refuses writes.
-	if v, err := readRecord(t, l, loc, int(RecordSize(1, 1))); err != nil || string(v) != "v" {
+	if v, err := readRecord(t, l, loc, int(RecordSize(0, 1, 1))); err != nil || string(v) != "v" {
 		t.Fatalf("read during failure: %q %v", v, err)
 	}
 	toggle.Disable()
@@ -299,4 +360,28 @@ func TestWriteErrorIsStickyUntilSuccess(t *testing.T) {
 	if l.WriteErr() != nil {
 		t.Fatal("write error not cleared")
 	}
+}
+
+// decodeVal verifies a record and returns its value.
+func decodeVal(b []byte) ([]byte, error) {
+	r, err := DecodeRecord(b)
+	return r.Val, err
+}
+
+// flipBit flips one bit of a file's durable contents.
+func flipBit(fs vfs.FS, path string, off int64, bit uint) error {
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return err
+	}
+	b[0] ^= 1 << bit
+	if _, err := f.WriteAt(b, off); err != nil {
+		return err
+	}
+	return f.Sync()
 }
