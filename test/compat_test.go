@@ -35,6 +35,35 @@ func TestCompat(t *testing.T) {
 		k.eq(1, "DEL", "")
 		k.null("RANDOMKEY")
 	})
+
+	subtest(t, c, "ScanCursors", func(t *testing.T, k checker) {
+		k.ok("MSET", "a", 1, "b", 2, "c", 3)
+		// Redis reads the cursor with strtoul: any unsigned 64-bit number, with an optional sign
+		// (a negative one wraps), leading zeros, or nothing at all. A cursor the server did not
+		// hand out may skip keys, but it neither fails nor loops.
+		for _, cur := range []string{
+			"18446744073709551615", "9223372036854775808", "9223372036854775807", "4294967296",
+			"34359738368", "1", "01", "00000000000000000000000000000000000000001", "-1", "+5",
+			"-18446744073709551615", "+18446744073709551615",
+		} {
+			for key := range scanFrom(t, k, cur) {
+				if key != "a" && key != "b" && key != "c" {
+					t.Fatalf("SCAN from %q returned %q", cur, key)
+				}
+			}
+		}
+		// These are all cursor 0: a full iteration.
+		for _, cur := range []string{"0", "", "-0", "+0", "000"} {
+			checkKeys(t, "SCAN from "+strconv.Quote(cur), scanFrom(t, k, cur), "a", "b", "c")
+		}
+		for _, cur := range []string{
+			"18446744073709551616", "-18446744073709551616", "99999999999999999999", " 1", "1 ",
+			"+", "-", "--1", "+-1", "0x10", "1.0", "1e3", "abc",
+		} {
+			k.err("ERR invalid cursor", "SCAN", cur)
+			k.err("ERR invalid cursor", "SCAN", cur, "MATCH", "*", "COUNT", 10)
+		}
+	})
 }
 
 // scanFrom runs SCAN from cursor until the server answers cursor 0 and returns how often each

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -362,8 +363,8 @@ type scanArgs struct {
 
 func parseScanArgs(c *Ctx) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	cur, err := strconv.ParseUint(string(c.Args[1]), 10, 64)
-	if err != nil {
+	cur, ok := parseCursor(c.Args[1])
+	if !ok {
 		return a, ErrInvalidCursor
 	}
 	a.cursor = cur
@@ -398,6 +399,34 @@ func parseScanArgs(c *Ctx) (scanArgs, error) {
 	return a, nil
 }
 
+// parseCursor parses a SCAN cursor the way Redis's parseScanCursorOrReply does with strtoul(3),
+// since clients may send any unsigned 64-bit number back, and a few send more: the argument is
+// read as a C string (up to its first NUL byte); it may not start with white space; one '+' or
+// '-' sign may precede the digits, and a negative cursor wraps modulo 2^64 ("-1" is
+// 18446744073709551615); leading zeros are allowed; the empty string is cursor 0. Anything else,
+// or a magnitude above 2^64-1, is not a cursor.
+func parseCursor(b []byte) (uint64, bool) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
+	// ParseUint in base 10 takes digits only: no sign, space or underscore.
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
 func scanCmd(c *Ctx) {
 	a, err := parseScanArgs(c)
 	if err != nil {
@@ -405,18 +434,16 @@ func scanCmd(c *Ctx) {
 		return
 	}
 	var keys [][]byte
-	next := uint64(0)
-	if c.KS.ValidCursor(a.cursor) {
-		next = c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
-			if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
-				return
-			}
-			if a.match != nil && !GlobMatch(a.match, key, false) {
-				return
-			}
-			keys = append(keys, append([]byte{}, key...))
-		})
-	}
+	// Any cursor is accepted, as in Redis: one that Scan never returned ends the iteration.
+	next := c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
+		if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
+			return
+		}
+		if a.match != nil && !GlobMatch(a.match, key, false) {
+			return
+		}
+		keys = append(keys, append([]byte{}, key...))
+	})
 	c.W.Array(2)
 	c.W.BulkString(strconv.FormatUint(next, 10))
 	c.W.Array(len(keys))

@@ -13,9 +13,16 @@ import (
 // deletes and table growth happen between calls (a key deleted and re-added may show twice).
 // It stops after count keys of db, or after visiting a bounded number of entries. fn gets the
 // key (valid only during the call) and its metadata; expired keys are skipped.
+//
+// Any 64-bit cursor is accepted, as Redis accepts any: one naming a shard past the last (not a
+// cursor Scan returns, see ValidCursor) ends the iteration with no keys, and an entry index
+// past a shard's entries moves on to the next shard.
 func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m Meta)) uint64 {
 	if count <= 0 {
 		count = 10
+	}
+	if !ks.ValidCursor(cursor) {
+		return 0
 	}
 	budget := max(count*8, 1024)
 	si, ei := int(cursor>>32), uint32(cursor)
