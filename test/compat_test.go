@@ -6,8 +6,10 @@ package test
 // is redis-server 7.0.15's, and the file passes against it (make test-redis).
 
 import (
+	"math"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestCompat(t *testing.T) {
@@ -34,6 +36,38 @@ func TestCompat(t *testing.T) {
 		}
 		k.eq(1, "DEL", "")
 		k.null("RANDOMKEY")
+	})
+
+	subtest(t, c, "ExpireTimeAtTheEndOfTime", func(t *testing.T, k checker) {
+		const maxMs = math.MaxInt64
+		k.ok("SET", "k", "v")
+		k.eq(1, "PEXPIREAT", "k", maxMs)
+		k.eq(maxMs, "PEXPIRETIME", "k")
+		k.eq(9223372036854776, "EXPIRETIME", "k") // rounded to the nearest second, no overflow
+		now := time.Now().UnixMilli()
+		k.between(maxMs-now-60_000, maxMs-now+60_000, "PTTL", "k")
+		k.between((maxMs-now)/1000-60, (maxMs-now)/1000+60, "TTL", "k")
+		for _, c := range []struct{ ms, secs int64 }{
+			{9223372036854775806, 9223372036854776},
+			{9223372036854775500, 9223372036854776},
+			{9223372036854775499, 9223372036854775},
+			{9223372036854775308, 9223372036854775},
+			{9223372036854775307, 9223372036854775},
+			{9223372036854775000, 9223372036854775},
+		} {
+			k.eq(1, "PEXPIREAT", "k", c.ms)
+			k.eq(c.ms, "PEXPIRETIME", "k")
+			k.eq(c.secs, "EXPIRETIME", "k")
+		}
+		k.eq(1, "EXPIREAT", "k", 9223372036854775)
+		k.eq(9223372036854775, "EXPIRETIME", "k")
+		k.eq(9223372036854775000, "PEXPIRETIME", "k")
+		k.ok("SET", "k", "v", "PXAT", maxMs)
+		k.eq(9223372036854776, "EXPIRETIME", "k")
+		k.ok("SET", "k", "v")
+		k.eq("v", "GETEX", "k", "PXAT", maxMs)
+		k.eq(9223372036854776, "EXPIRETIME", "k")
+		k.eq(maxMs, "PEXPIRETIME", "k")
 	})
 
 	subtest(t, c, "ScanCursors", func(t *testing.T, k checker) {

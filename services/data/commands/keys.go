@@ -212,11 +212,16 @@ func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
 	}
 }
 
+// msToNearestSec rounds ms >= 0 to the nearest second, halves up, as Redis's (ms+500)/1000 but
+// without its overflow: for an expire-at near the largest 64-bit millisecond time (PEXPIREAT k
+// 9223372036854775807) Redis answers EXPIRETIME with 9223372036854776, not a wrapped negative.
+func msToNearestSec(ms int64) int64 { return ms/1000 + (ms%1000+500)/1000 }
+
 func ttlCmd(c *Ctx) {
-	ttlGeneric(c, func(at, now int64) int64 { return (max(at-now, 0) + 500) / 1000 })
+	ttlGeneric(c, func(at, now int64) int64 { return msToNearestSec(max(at-now, 0)) })
 }
 func pttlCmd(c *Ctx)        { ttlGeneric(c, func(at, now int64) int64 { return max(at-now, 0) }) }
-func expiretimeCmd(c *Ctx)  { ttlGeneric(c, func(at, _ int64) int64 { return (at + 500) / 1000 }) }
+func expiretimeCmd(c *Ctx)  { ttlGeneric(c, func(at, _ int64) int64 { return msToNearestSec(at) }) }
 func pexpiretimeCmd(c *Ctx) { ttlGeneric(c, func(at, _ int64) int64 { return at }) }
 
 func persistCmd(c *Ctx) {

@@ -55,3 +55,24 @@ func TestParseCursor(t *testing.T) {
 		}
 	}
 }
+
+func TestMsToNearestSec(t *testing.T) {
+	for _, c := range []struct{ ms, want int64 }{
+		{0, 0},
+		{499, 0},
+		{500, 1},
+		{1499, 1},
+		{1500, 2},
+		{1_700_000_000_499, 1_700_000_000},
+		// Where (ms+500)/1000 overflows; the answers are redis-server 7.0.15's EXPIRETIME.
+		{9223372036854775307, 9223372036854775},
+		{9223372036854775308, 9223372036854775},
+		{9223372036854775499, 9223372036854775},
+		{9223372036854775500, 9223372036854776},
+		{math.MaxInt64, 9223372036854776},
+	} {
+		if got := msToNearestSec(c.ms); got != c.want {
+			t.Errorf("msToNearestSec(%d) = %d, want %d", c.ms, got, c.want)
+		}
+	}
+}
