@@ -8,6 +8,7 @@ package test
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,6 +69,67 @@ func TestCompat(t *testing.T) {
 		k.eq("v", "GETEX", "k", "PXAT", maxMs)
 		k.eq(9223372036854776, "EXPIRETIME", "k")
 		k.eq(maxMs, "PEXPIRETIME", "k")
+	})
+
+	subtest(t, c, "HugeNegativeExpire", func(t *testing.T, k checker) {
+		// A time in the past deletes the key. Redis refuses only seconds that do not fit in
+		// milliseconds (below -9223372036854775 or above 9223372036854775) and a relative time
+		// that overflows when added to now, which a negative one cannot.
+		for _, args := range [][]any{
+			{"EXPIRE", "k", "-9223372036854775"},
+			{"EXPIRE", "k", "-9223372036854774"},
+			{"PEXPIRE", "k", "-9223372036854775808"},
+			{"PEXPIRE", "k", "-9223372036854775807"},
+			{"PEXPIRE", "k", "-9223372036854775000"},
+			{"PEXPIRE", "k", "-9223372036854775808", "LT"},
+			{"EXPIREAT", "k", "-9223372036854775"},
+			{"PEXPIREAT", "k", "-9223372036854775808"},
+		} {
+			k.ok("SET", "k", "v")
+			k.eq(1, args...)
+			k.eq(0, "EXISTS", "k")
+		}
+		k.eq(0, "PEXPIRE", "missing", "-9223372036854775808")
+		k.eq(0, "EXPIRE", "missing", "-9223372036854775")
+
+		k.ok("SET", "k", "v", "EX", 100)
+		for _, args := range [][]any{
+			{"EXPIRE", "k", "-9223372036854775808"},
+			{"EXPIRE", "k", "-9223372036854775807"},
+			{"EXPIRE", "k", "-9223372036854776"},
+			{"EXPIRE", "k", "-100000000000000000"},
+			{"EXPIRE", "k", "9223372036854775"}, // fits in ms, but not once added to now
+			{"EXPIRE", "k", "9223372036854776"},
+			{"PEXPIRE", "k", "9223372036854775807"},
+			{"EXPIREAT", "k", "-9223372036854776"},
+			{"EXPIREAT", "k", "9223372036854776"},
+		} {
+			k.err(errExpire(strings.ToLower(args[0].(string))), args...)
+		}
+		k.err(errExpire("expire"), "EXPIRE", "missing", "-9223372036854775808")
+		k.between(99, 100, "TTL", "k") // nothing changed
+		// The options are checked before the time.
+		k.err("ERR Unsupported option foo", "EXPIRE", "k", "abc", "foo")
+		k.err(errExpireOpts, "EXPIRE", "k", "abc", "NX", "XX")
+		k.err(errNotInt, "EXPIRE", "k", "abc", "NX")
+
+		// SET, GETEX, SETEX and PSETEX want a positive time.
+		for _, v := range []string{"-9223372036854775808", "-9223372036854775", "-1", "0"} {
+			for _, opt := range []string{"EX", "PX", "EXAT", "PXAT"} {
+				k.err(errExpire("set"), "SET", "k", "v2", opt, v)
+				k.err(errExpire("getex"), "GETEX", "k", opt, v)
+			}
+			k.err(errExpire("setex"), "SETEX", "k", v, "v2")
+			k.err(errExpire("psetex"), "PSETEX", "k", v, "v2")
+		}
+		k.err(errExpire("set"), "SET", "k", "v2", "EX", "9223372036854775")
+		k.err(errExpire("set"), "SET", "k", "v2", "PX", "9223372036854775807")
+		k.err(errExpire("set"), "SET", "k", "v2", "EXAT", "9223372036854776")
+		k.eq("v", "GET", "k")
+		k.between(99, 100, "TTL", "k")
+		k.ok("SET", "k", "v2", "PX", "9223372036854775")
+		k.ok("SET", "k", "v2", "EXAT", "9223372036854775")
+		k.ok("SET", "k", "v2", "PXAT", "9223372036854775807")
 	})
 
 	subtest(t, c, "ScanCursors", func(t *testing.T, k checker) {

@@ -112,12 +112,10 @@ type expireArgs struct {
 	nx, xx, gt, lt bool
 }
 
+// parseExpireArgs checks in Redis's order: the options, then the time, which must be an integer
+// that neither scaling to milliseconds nor adding to now overflows.
 func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error) {
 	var a expireArgs
-	n, err := intArg(c.Args[2])
-	if err != nil {
-		return a, err
-	}
 	for _, arg := range c.Args[3:] {
 		switch {
 		case is(arg, "NX"):
@@ -138,7 +136,14 @@ func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error)
 	if a.gt && a.lt {
 		return a, Error("ERR GT and LT options at the same time are not compatible")
 	}
-	// Redis allows zero and negative times here (the key is deleted); only overflow is invalid.
+	n, err := intArg(c.Args[2])
+	if err != nil {
+		return a, err
+	}
+	// Redis allows zero and negative times here (the key is deleted). Seconds that do not fit
+	// in milliseconds either way are invalid, but of the addition to now only a sum past the
+	// largest time is: now is positive, so a negative time cannot overflow, and Redis deletes
+	// the key even for PEXPIRE k -9223372036854775808.
 	ms := n
 	if unit == unitSeconds {
 		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
@@ -148,7 +153,7 @@ func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error)
 	}
 	if !absolute {
 		now := c.KS.Now()
-		if (ms > 0 && ms > math.MaxInt64-now) || (ms < 0 && ms < math.MinInt64+now) {
+		if ms > math.MaxInt64-now {
 			return a, ErrInvalidExpire(c.Cmd.Name)
 		}
 		ms += now
