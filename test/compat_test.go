@@ -132,6 +132,140 @@ func TestCompat(t *testing.T) {
 		k.ok("SET", "k", "v2", "PXAT", "9223372036854775807")
 	})
 
+	subtest(t, c, "SetOptions", func(t *testing.T, k checker) {
+		// Each case runs on an existing key "old" without a TTL, then on a missing key. ttl is
+		// the key's TTL in seconds afterwards: -1 none, -2 gone.
+		type outcome struct {
+			reply any // a string, nil, or errorReply
+			value any // the value afterwards, nil when missing
+			ttl   int64
+		}
+		type errorReply string
+		notSet := outcome{nil, "old", -1}
+		missingNotSet := outcome{nil, nil, -2}
+		syntax := outcome{errorReply(errSyntax), "old", -1}
+		missingSyntax := outcome{errorReply(errSyntax), nil, -2}
+		notInt := outcome{errorReply(errNotInt), "old", -1}
+		missingNotInt := outcome{errorReply(errNotInt), nil, -2}
+		badTime := outcome{errorReply(errExpire("set")), "old", -1}
+		missingBadTime := outcome{errorReply(errExpire("set")), nil, -2}
+		set := func(reply any, ttl int64) outcome { return outcome{reply, "v", ttl} }
+		for _, c := range []struct {
+			opts             string
+			existing, absent outcome
+		}{
+			// Accepted, alone, repeated, and in any order.
+			{"NX", notSet, set("OK", -1)},
+			{"XX", set("OK", -1), missingNotSet},
+			{"GET", set("old", -1), set(nil, -1)},
+			{"KEEPTTL", set("OK", -1), set("OK", -1)},
+			{"NX NX", notSet, set("OK", -1)},
+			{"XX xx", set("OK", -1), missingNotSet},
+			{"GET GET", set("old", -1), set(nil, -1)},
+			{"KEEPTTL KEEPTTL", set("OK", -1), set("OK", -1)},
+			{"NX GET", outcome{"old", "old", -1}, set(nil, -1)},
+			{"GET NX", outcome{"old", "old", -1}, set(nil, -1)},
+			{"XX GET", set("old", -1), missingNotSet},
+			{"GET XX KEEPTTL", set("old", -1), missingNotSet},
+			{"KEEPTTL NX", notSet, set("OK", -1)},
+			{"EX 100", set("OK", 100), set("OK", 100)},
+			{"PX 100000", set("OK", 100), set("OK", 100)},
+			{"EXAT 4000000000", set("OK", 0), set("OK", 0)},
+			{"PXAT 4000000000000", set("OK", 0), set("OK", 0)},
+			{"EX 10 EX 100", set("OK", 100), set("OK", 100)},
+			{"ex 10 EX 100", set("OK", 100), set("OK", 100)},
+			{"EX 100 NX", notSet, set("OK", 100)},
+			{"NX EX 100 GET", outcome{"old", "old", -1}, set(nil, 100)},
+			{"XX PX 100000 GET", set("old", 100), missingNotSet},
+			{"GET EX 100 GET", set("old", 100), set(nil, 100)},
+			// Only the last time given is checked.
+			{"EX -1 EX 100", set("OK", 100), set("OK", 100)},
+			{"EX abc EX 100", set("OK", 100), set("OK", 100)},
+			{"EX 100 EX -1", badTime, missingBadTime},
+			{"EX 100 EX abc", notInt, missingNotInt},
+			{"EX abc EX -1", badTime, missingBadTime},
+			{"EX EX", notInt, missingNotInt}, // the second EX is the first one's value
+			// A past time deletes the key.
+			{"PXAT 1", outcome{"OK", nil, -2}, outcome{"OK", nil, -2}},
+			{"EXAT 1 GET", outcome{"old", nil, -2}, outcome{nil, nil, -2}},
+			// Syntax errors, whatever else is wrong.
+			{"EX", syntax, missingSyntax},
+			{"PX", syntax, missingSyntax},
+			{"EXAT", syntax, missingSyntax},
+			{"PXAT", syntax, missingSyntax},
+			{"NX EX", syntax, missingSyntax},
+			{"EX 10 PX", syntax, missingSyntax},
+			{"NX XX", syntax, missingSyntax},
+			{"XX NX", syntax, missingSyntax},
+			{"NX GET XX", syntax, missingSyntax},
+			{"KEEPTTL EX 10", syntax, missingSyntax},
+			{"EX 10 KEEPTTL", syntax, missingSyntax},
+			{"KEEPTTL PXAT 4000000000000", syntax, missingSyntax},
+			{"PX 10 EX 10", syntax, missingSyntax},
+			{"EX 10 PX 10", syntax, missingSyntax},
+			{"EX 10 EXAT 4000000000", syntax, missingSyntax},
+			{"EXAT 4000000000 PXAT 4000000000000", syntax, missingSyntax},
+			{"PXAT 4000000000000 PX 10", syntax, missingSyntax},
+			{"EX EX 10", syntax, missingSyntax},
+			{"EX abc NX XX", syntax, missingSyntax},
+			{"EX -1 KEEPTTL", syntax, missingSyntax},
+			{"EX -1 PX 100", syntax, missingSyntax},
+			{"EX abc foo", syntax, missingSyntax},
+			{"PERSIST", syntax, missingSyntax},
+			{"foo", syntax, missingSyntax},
+			{"NX foo", syntax, missingSyntax},
+			{"EX 10 foo", syntax, missingSyntax},
+			{"GET foo GET", syntax, missingSyntax},
+			// The time before NX and XX: an error even when nothing would be set.
+			{"NX EX -1", badTime, missingBadTime},
+			{"XX EX 0", badTime, missingBadTime},
+			{"NX EX abc", notInt, missingNotInt},
+			{"XX PXAT 0 GET", badTime, missingBadTime},
+			{"EX 9223372036854775807", badTime, missingBadTime},
+			{"EXAT 9223372036854776", badTime, missingBadTime},
+		} {
+			for _, existing := range []bool{true, false} {
+				want := c.absent
+				k.do("DEL", "k")
+				if existing {
+					k.ok("SET", "k", "old")
+					want = c.existing
+				}
+				args := []any{"SET", "k", "v"}
+				for _, f := range strings.Fields(c.opts) {
+					args = append(args, f)
+				}
+				switch r := want.reply.(type) {
+				case errorReply:
+					k.err(string(r), args...)
+				default:
+					k.eq(r, args...)
+				}
+				if want.value == nil {
+					k.null("GET", "k")
+				} else {
+					k.eq(want.value, "GET", "k")
+				}
+				ttl := k.int("TTL", "k")
+				switch {
+				case want.ttl == 0 && ttl > 100: // an absolute time in the far future
+				case want.ttl > 0 && (ttl == want.ttl || ttl == want.ttl-1):
+				case ttl == want.ttl:
+				default:
+					t.Fatalf("SET k v %s on a key that exists: %v: TTL %d, want %d", c.opts, existing, ttl, want.ttl)
+				}
+			}
+		}
+		// KEEPTTL keeps the old TTL; without it, SET drops it.
+		k.ok("SET", "k", "v", "EX", 100)
+		k.ok("SET", "k", "v2", "KEEPTTL")
+		k.between(99, 100, "TTL", "k")
+		k.eq("v2", "SET", "k", "v3", "GET", "KEEPTTL", "XX")
+		k.between(99, 100, "TTL", "k")
+		k.ok("SET", "k", "v4")
+		k.eq(-1, "TTL", "k")
+	})
+
 	subtest(t, c, "ScanCursors", func(t *testing.T, k checker) {
 		k.ok("MSET", "a", 1, "b", 2, "c", 3)
 		// Redis reads the cursor with strtoul: any unsigned 64-bit number, with an optional sign
