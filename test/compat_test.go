@@ -132,6 +132,42 @@ func TestCompat(t *testing.T) {
 		k.ok("SET", "k", "v2", "PXAT", "9223372036854775807")
 	})
 
+	subtest(t, c, "GetexOrderOfChecks", func(t *testing.T, k checker) {
+		// Syntax first, then a missing key answers nil whatever the time, then the time.
+		for _, args := range [][]any{
+			{"EX"}, {"EX", 10, "PX", 10}, {"EX", "abc", "foo"}, {"PERSIST", "EX", -1},
+			{"EX", -1, "PERSIST"}, {"KEEPTTL"}, {"NX"}, {"GET"},
+		} {
+			k.err(errSyntax, append([]any{"GETEX", "missing"}, args...)...)
+		}
+		for _, args := range [][]any{
+			{"EX", -1}, {"EX", 0}, {"EX", "abc"}, {"PX", 0}, {"EXAT", -1}, {"PXAT", 0},
+			{"EX", "9223372036854775807"}, {"EX", -1, "EX", 10}, {"EX", 10, "EX", -1},
+			{"PERSIST"},
+		} {
+			k.null(append([]any{"GETEX", "missing"}, args...)...)
+		}
+		k.eq(0, "EXISTS", "missing")
+		// An existing key: the time is checked, and only the last one given counts.
+		k.ok("SET", "k", "v")
+		k.err(errExpire("getex"), "GETEX", "k", "EX", -1)
+		k.err(errExpire("getex"), "GETEX", "k", "PX", 0)
+		k.err(errExpire("getex"), "GETEX", "k", "EX", "9223372036854775807")
+		k.err(errNotInt, "GETEX", "k", "EX", "abc")
+		k.eq(-1, "TTL", "k")
+		k.eq("v", "GETEX", "k", "EX", -1, "EX", 100)
+		k.between(99, 100, "TTL", "k")
+		k.err(errExpire("getex"), "GETEX", "k", "EX", 200, "EX", -1)
+		k.err(errNotInt, "GETEX", "k", "EX", 200, "ex", "abc")
+		k.between(99, 100, "TTL", "k")
+		k.eq("v", "GETEX", "k", "PERSIST", "persist")
+		k.eq(-1, "TTL", "k")
+		k.eq("v", "GETEX", "k", "EXAT", 1) // a past time deletes the key
+		k.eq(0, "EXISTS", "k")
+		// A key of another type would answer WRONGTYPE before the time is checked; Lavik has
+		// only strings so far.
+	})
+
 	subtest(t, c, "SetOptions", func(t *testing.T, k checker) {
 		// Each case runs on an existing key "old" without a TTL, then on a missing key. ttl is
 		// the key's TTL in seconds afterwards: -1 none, -2 gone.

@@ -336,8 +336,8 @@ func msetnxCmd(c *Ctx) {
 }
 
 // getThen reads key 1's string value inside a transaction and lets then decide what to write.
-// It replies with the old value (nil if missing).
-func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
+// It replies with the old value (nil if missing), or with then's error, which cancels the write.
+func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error) {
 	var old []byte
 	var had bool
 	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
@@ -353,8 +353,7 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
 			}
 			old = v
 		}
-		then(tx, exists, m)
-		return nil
+		return then(tx, exists, m)
 	})
 	switch {
 	case err != nil:
@@ -367,57 +366,78 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
 }
 
 func getsetCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) { tx.Put(0, c.Args[2], 0, typeString) })
-}
-
-func getdelCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) {
-		if exists {
-			tx.Delete(0)
-		}
+	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) error {
+		tx.Put(0, c.Args[2], 0, typeString)
+		return nil
 	})
 }
 
-func getexCmd(c *Ctx) {
-	// Parse: EX/PX/EXAT/PXAT n or PERSIST, at most one of them.
-	var at int64
-	persist := false
-	opt := "" // as SET: one kind of option, possibly repeated
-	now := c.KS.Now()
-	args := c.Args[2:]
+func getdelCmd(c *Ctx) {
+	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) error {
+		if exists {
+			tx.Delete(0)
+		}
+		return nil
+	})
+}
+
+// getexArgs are GETEX's parsed options: PERSIST, or the last EX, PX, EXAT or PXAT option and its
+// value, not yet checked.
+type getexArgs struct {
+	persist        bool
+	expOpt, expVal []byte
+}
+
+// parseGetexArgs checks the syntax of GETEX's options as Redis does: PERSIST or one kind of
+// expire option, each possibly repeated.
+func parseGetexArgs(args [][]byte) (getexArgs, error) {
+	var a getexArgs
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		switch {
-		case is(arg, "PERSIST") && (opt == "" || opt == "PERSIST"):
-			persist, opt = true, "PERSIST"
-		case isExpireOpt(arg) && (opt == "" || is(arg, opt)) && i+1 < len(args):
-			var err error
-			if at, err = parseExpireOpt("getex", arg, args[i+1], now); err != nil {
-				c.Err(err)
-				return
-			}
-			opt = upper(arg)
+		case is(arg, "PERSIST") && a.expOpt == nil:
+			a.persist = true
+		case isExpireOpt(arg) && !a.persist && (a.expOpt == nil || bytes.EqualFold(arg, a.expOpt)) && i+1 < len(args):
+			a.expOpt, a.expVal = arg, args[i+1]
 			i++
 		default:
-			c.Err(ErrSyntax)
-			return
+			return a, ErrSyntax
 		}
 	}
-	if opt == "" {
+	return a, nil
+}
+
+// getexCmd checks in Redis's order: the options' syntax; then a missing key answers nil and a
+// key of another type WRONGTYPE, whatever the expire time; only then is the time checked.
+func getexCmd(c *Ctx) {
+	a, err := parseGetexArgs(c.Args[2:])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if !a.persist && a.expOpt == nil {
 		// Plain GETEX is a read: no transaction, no write.
 		getCmd(c)
 		return
 	}
-	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) {
+	var at int64
+	var atErr error
+	if a.expOpt != nil {
+		at, atErr = parseExpireOpt("getex", a.expOpt, a.expVal, c.KS.Now())
+	}
+	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error {
 		switch {
 		case !exists:
-		case persist:
+		case atErr != nil:
+			return atErr
+		case a.persist:
 			if m.ExpireAt != 0 {
 				tx.SetExpire(0, 0)
 			}
 		default:
 			tx.SetExpire(0, at)
 		}
+		return nil
 	})
 }
 

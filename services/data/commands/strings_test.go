@@ -79,3 +79,43 @@ func TestParseSetArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestParseGetexArgs(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want string
+	}{
+		{"", ""},
+		{"PERSIST", "persist"},
+		{"persist PERSIST", "persist"},
+		{"EX 10", "EX=10"},
+		{"EX -1 ex 10", "ex=10"},
+		{"EX 10 EX abc", "EX=abc"},
+
+		{"EX", "syntax"},
+		{"EX 10 PX 10", "syntax"},
+		{"EX 10 PERSIST", "syntax"},
+		{"PERSIST EX 10", "syntax"},
+		{"KEEPTTL", "syntax"},
+		{"NX", "syntax"},
+		{"GET", "syntax"},
+		{"EX 10 foo", "syntax"},
+	} {
+		a, err := parseGetexArgs(splitArgs(c.args))
+		got := "syntax"
+		switch {
+		case err != nil && err != ErrSyntax:
+			t.Errorf("GETEX k %s: error %v, want a syntax error or none", c.args, err)
+		case err != nil:
+		case a.persist:
+			got = "persist"
+		case a.expOpt != nil:
+			got = string(a.expOpt) + "=" + string(a.expVal)
+		default:
+			got = ""
+		}
+		if got != c.want {
+			t.Errorf("GETEX k %s: %q, want %q", c.args, got, c.want)
+		}
+	}
+}
