@@ -6,15 +6,19 @@ package test
 // is redis-server 7.0.15's, and the file passes against it (make test-redis).
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lavikdb/lavik/test/harness"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestCompat(t *testing.T) {
-	_, c := startServer(t)
+	s, c := startServer(t)
 
 	subtest(t, c, "EmptyKey", func(t *testing.T, k checker) {
 		k.ok("SET", "", "x")
@@ -37,6 +41,59 @@ func TestCompat(t *testing.T) {
 		}
 		k.eq(1, "DEL", "")
 		k.null("RANDOMKEY")
+	})
+
+	subtest(t, c, "AvgTTL", func(t *testing.T, k checker) {
+		// Redis estimates avg_ttl from its expire cycle's samples (10 cycles a second) as a
+		// moving average that moves 2% a cycle, so a test can only wait for it to pass a bound.
+		// It is 0 when a database has no key with a TTL, from FLUSHDB on and from the first
+		// cycle that finds none.
+		k1 := newChecker(t, s.ClientOpts(&redis.Options{DB: 1}))
+		k.ok("SET", "p", "v")
+		wantAvgTTL(t, k, 0, 1, 0, 0, 0)
+		for i := 0; i < 20; i++ {
+			k.ok("SET", fmt.Sprintf("t%d", i), "v", "EX", 100)
+		}
+		waitAvgTTL(t, k, 0, 90_000, 100_000)
+		for i := 0; i < 5; i++ {
+			k1.ok("SET", fmt.Sprintf("x%d", i), "v", "EX", 10_000)
+		}
+		waitAvgTTL(t, k, 1, 9_000_000, 10_000_000)
+		waitAvgTTL(t, k, 0, 90_000, 100_000) // each database its own
+		// Keys with a longer TTL added: the average rises.
+		for i := 0; i < 200; i++ {
+			k.ok("SET", fmt.Sprintf("long%d", i), "v", "EX", 10_000)
+		}
+		waitAvgTTL(t, k, 0, 1_000_000, 10_000_000)
+		// Every TTL removed: 0.
+		for i := 0; i < 200; i++ {
+			k.eq(1, "DEL", fmt.Sprintf("long%d", i))
+		}
+		for i := 0; i < 20; i++ {
+			k.eq(1, "PERSIST", fmt.Sprintf("t%d", i))
+		}
+		// Redis resets the average at its next expire cycle.
+		wantAvgTTL(t, k, 0, 21, 0, 0, math.MaxInt64)
+		waitAvgTTL(t, k, 0, 0, 0)
+		// Keys with a TTL again, after the average was reset.
+		k.ok("SET", "again", "v", "EX", 50)
+		waitAvgTTL(t, k, 0, 40_000, 50_000)
+		// Expired: once the keys are gone, 0 again.
+		k.eq(1, "PERSIST", "again")
+		for i := 0; i < 10; i++ {
+			k.ok("SET", fmt.Sprintf("short%d", i), "v", "PX", 100)
+		}
+		harness.Eventually(t, 30*time.Second, "the short TTLs to expire and avg_ttl to be 0", func() bool {
+			keys, expires, avg := avgTTL(t, k, 0)
+			return keys == 22 && expires == 0 && avg == 0
+		})
+		// FLUSHDB forgets the average at once.
+		waitAvgTTL(t, k1, 1, 9_000_000, 10_000_000)
+		k1.ok("FLUSHDB")
+		k1.ok("SET", "p", "v")
+		wantAvgTTL(t, k1, 1, 1, 0, 0, 0)
+		k1.ok("SET", "y", "v", "EX", 50)
+		waitAvgTTL(t, k1, 1, 40_000, 50_000)
 	})
 
 	subtest(t, c, "ExpireTimeAtTheEndOfTime", func(t *testing.T, k checker) {
@@ -385,4 +442,44 @@ func mapKeys(m map[string]int) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// avgTTL returns db's keys, expires and avg_ttl from INFO keyspace (zeros when db has no line).
+func avgTTL(t testing.TB, k checker, db int) (keys, expires, avg int64) {
+	t.Helper()
+	line, ok := infoFields(k.str("INFO", "keyspace"))[fmt.Sprintf("db%d", db)]
+	if !ok {
+		return 0, 0, 0
+	}
+	if _, err := fmt.Sscanf(line, "keys=%d,expires=%d,avg_ttl=%d", &keys, &expires, &avg); err != nil {
+		t.Fatalf("INFO keyspace line db%d:%s: %v", db, line, err)
+	}
+	return keys, expires, avg
+}
+
+// wantAvgTTL checks db's INFO keyspace line now.
+func wantAvgTTL(t testing.TB, k checker, db int, keys, expires, lo, hi int64) {
+	t.Helper()
+	gk, ge, ga := avgTTL(t, k, db)
+	if gk != keys || ge != expires || ga < lo || ga > hi {
+		t.Fatalf("db%d: keys=%d,expires=%d,avg_ttl=%d; want keys=%d,expires=%d,avg_ttl in [%d, %d]",
+			db, gk, ge, ga, keys, expires, lo, hi)
+	}
+}
+
+// waitAvgTTL waits until db's avg_ttl is within [lo, hi].
+func waitAvgTTL(t testing.TB, k checker, db int, lo, hi int64) {
+	t.Helper()
+	var last int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, last = avgTTL(t, k, db)
+		if last >= lo && last <= hi {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("db%d: avg_ttl %d after 30s; want it within [%d, %d]", db, last, lo, hi)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -135,25 +135,22 @@ type DBInfo struct {
 	AvgTTLMs      int64
 }
 
-// Info returns per-database counts.
+// Info returns per-database counts and the avg_ttl estimate (expire.go).
 func (ks *Keyspace) Info() []DBInfo {
 	out := make([]DBInfo, ks.opts.Databases)
-	var ttlSum, ttlN int64
+	ttl := ks.newAvgTTLEstimate()
 	for _, s := range ks.shards {
 		s.mu.RLock()
 		for db := range out {
 			out[db].Keys += s.keys[db]
 			out[db].Expires += s.expires[db]
 		}
+		ttl.addLocked(s)
 		s.mu.RUnlock()
-		if a := s.avgTTLMs.Load(); a > 0 {
-			ttlSum += a
-			ttlN++
-		}
 	}
 	for db := range out {
-		if out[db].Expires > 0 && ttlN > 0 {
-			out[db].AvgTTLMs = ttlSum / ttlN
+		if out[db].Expires > 0 {
+			out[db].AvgTTLMs = ttl.avg(db)
 		}
 	}
 	return out
@@ -171,6 +168,11 @@ func (ks *Keyspace) FlushDB(se *Session, db int) error {
 			} else {
 				s.version++
 				se.note(s.id, lsn)
+				if s.expires[db] > 0 {
+					// The sweep's average of remaining TTLs includes the keys going now; the
+					// next tick starts it again from what is left (as Redis resets avg_ttl).
+					s.avgTTLMs.Store(0)
+				}
 				s.flushDBLocked(uint8(db))
 			}
 		}
@@ -200,6 +202,7 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 				return err
 			}
 			s.clearLocked()
+			s.avgTTLMs.Store(0)
 			s.log.DropSegmentsBefore(id)
 			return nil
 		}()
