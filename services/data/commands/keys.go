@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -111,12 +112,10 @@ type expireArgs struct {
 	nx, xx, gt, lt bool
 }
 
+// parseExpireArgs checks in Redis's order: the options, then the time, which must be an integer
+// that neither scaling to milliseconds nor adding to now overflows.
 func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error) {
 	var a expireArgs
-	n, err := intArg(c.Args[2])
-	if err != nil {
-		return a, err
-	}
 	for _, arg := range c.Args[3:] {
 		switch {
 		case is(arg, "NX"):
@@ -137,7 +136,14 @@ func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error)
 	if a.gt && a.lt {
 		return a, Error("ERR GT and LT options at the same time are not compatible")
 	}
-	// Redis allows zero and negative times here (the key is deleted); only overflow is invalid.
+	n, err := intArg(c.Args[2])
+	if err != nil {
+		return a, err
+	}
+	// Redis allows zero and negative times here (the key is deleted). Seconds that do not fit
+	// in milliseconds either way are invalid, but of the addition to now only a sum past the
+	// largest time is: now is positive, so a negative time cannot overflow, and Redis deletes
+	// the key even for PEXPIRE k -9223372036854775808.
 	ms := n
 	if unit == unitSeconds {
 		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
@@ -147,7 +153,7 @@ func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error)
 	}
 	if !absolute {
 		now := c.KS.Now()
-		if (ms > 0 && ms > math.MaxInt64-now) || (ms < 0 && ms < math.MinInt64+now) {
+		if ms > math.MaxInt64-now {
 			return a, ErrInvalidExpire(c.Cmd.Name)
 		}
 		ms += now
@@ -211,11 +217,16 @@ func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
 	}
 }
 
+// msToNearestSec rounds ms >= 0 to the nearest second, halves up, as Redis's (ms+500)/1000 but
+// without its overflow: for an expire-at near the largest 64-bit millisecond time (PEXPIREAT k
+// 9223372036854775807) Redis answers EXPIRETIME with 9223372036854776, not a wrapped negative.
+func msToNearestSec(ms int64) int64 { return ms/1000 + (ms%1000+500)/1000 }
+
 func ttlCmd(c *Ctx) {
-	ttlGeneric(c, func(at, now int64) int64 { return (max(at-now, 0) + 500) / 1000 })
+	ttlGeneric(c, func(at, now int64) int64 { return msToNearestSec(max(at-now, 0)) })
 }
 func pttlCmd(c *Ctx)        { ttlGeneric(c, func(at, now int64) int64 { return max(at-now, 0) }) }
-func expiretimeCmd(c *Ctx)  { ttlGeneric(c, func(at, _ int64) int64 { return (at + 500) / 1000 }) }
+func expiretimeCmd(c *Ctx)  { ttlGeneric(c, func(at, _ int64) int64 { return msToNearestSec(at) }) }
 func pexpiretimeCmd(c *Ctx) { ttlGeneric(c, func(at, _ int64) int64 { return at }) }
 
 func persistCmd(c *Ctx) {
@@ -362,8 +373,8 @@ type scanArgs struct {
 
 func parseScanArgs(c *Ctx) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	cur, err := strconv.ParseUint(string(c.Args[1]), 10, 64)
-	if err != nil {
+	cur, ok := parseCursor(c.Args[1])
+	if !ok {
 		return a, ErrInvalidCursor
 	}
 	a.cursor = cur
@@ -390,7 +401,40 @@ func parseScanArgs(c *Ctx) (scanArgs, error) {
 			return a, ErrSyntax
 		}
 	}
+	// The pattern "*" means no pattern, as in Redis: GlobMatch, like Redis's matcher, does not
+	// match "*" against the empty key.
+	if len(a.match) == 1 && a.match[0] == '*' {
+		a.match = nil
+	}
 	return a, nil
+}
+
+// parseCursor parses a SCAN cursor the way Redis's parseScanCursorOrReply does with strtoul(3),
+// since clients may send any unsigned 64-bit number back, and a few send more: the argument is
+// read as a C string (up to its first NUL byte); it may not start with white space; one '+' or
+// '-' sign may precede the digits, and a negative cursor wraps modulo 2^64 ("-1" is
+// 18446744073709551615); leading zeros are allowed; the empty string is cursor 0. Anything else,
+// or a magnitude above 2^64-1, is not a cursor.
+func parseCursor(b []byte) (uint64, bool) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
+	// ParseUint in base 10 takes digits only: no sign, space or underscore.
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func scanCmd(c *Ctx) {
@@ -400,18 +444,16 @@ func scanCmd(c *Ctx) {
 		return
 	}
 	var keys [][]byte
-	next := uint64(0)
-	if c.KS.ValidCursor(a.cursor) {
-		next = c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
-			if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
-				return
-			}
-			if a.match != nil && !GlobMatch(a.match, key, false) {
-				return
-			}
-			keys = append(keys, append([]byte(nil), key...))
-		})
-	}
+	// Any cursor is accepted, as in Redis: one that Scan never returned ends the iteration.
+	next := c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
+		if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
+			return
+		}
+		if a.match != nil && !GlobMatch(a.match, key, false) {
+			return
+		}
+		keys = append(keys, append([]byte{}, key...))
+	})
 	c.W.Array(2)
 	c.W.BulkString(strconv.FormatUint(next, 10))
 	c.W.Array(len(keys))
@@ -433,7 +475,7 @@ func keysCmd(c *Ctx) {
 		all := len(pat) == 1 && pat[0] == '*'
 		c.KS.Keys(c.DB(), func(key []byte, _ keyspace.Meta) {
 			if all || GlobMatch(pat, key, false) {
-				keys = append(keys, append([]byte(nil), key...))
+				keys = append(keys, append([]byte{}, key...))
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -77,13 +78,19 @@ func getCmd(c *Ctx) {
 // setArgs are SET's parsed options.
 type setArgs struct {
 	nx, xx, get, keepTTL bool
-	expireAt             int64 // absolute unix ms; 0 = none
+	// expOpt and expVal are the last EX, PX, EXAT or PXAT option and its value, not yet
+	// checked; nil when there is none.
+	expOpt, expVal []byte
 }
 
-func parseSetArgs(c *Ctx, args [][]byte) (setArgs, error) {
+// parseSetArgs checks the syntax of SET's options as Redis's parseExtendedStringArgumentsOrReply
+// does, and only the syntax: NX and XX exclude each other, KEEPTTL and the expire options too,
+// and an expire option may be repeated (the last one counts) but not mixed with another kind.
+// Anything else is a syntax error, whatever comes before or after it. The expire value is
+// checked afterwards (see setExpireAt), so "EX abc EX 10" sets a TTL of 10 seconds and
+// "EX abc NX XX" is a syntax error, as in Redis.
+func parseSetArgs(args [][]byte) (setArgs, error) {
 	var a setArgs
-	expOpt := "" // the expire option given; Redis accepts it repeated (the last wins), not mixed
-	now := c.KS.Now()
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		switch {
@@ -93,21 +100,25 @@ func parseSetArgs(c *Ctx, args [][]byte) (setArgs, error) {
 			a.xx = true
 		case is(arg, "GET"):
 			a.get = true
-		case is(arg, "KEEPTTL") && expOpt == "":
+		case is(arg, "KEEPTTL") && a.expOpt == nil:
 			a.keepTTL = true
-		case isExpireOpt(arg) && !a.keepTTL && (expOpt == "" || is(arg, expOpt)) && i+1 < len(args):
-			expOpt = upper(arg)
-			at, err := parseExpireOpt("set", arg, args[i+1], now)
-			if err != nil {
-				return a, err
-			}
-			a.expireAt = at
+		case isExpireOpt(arg) && !a.keepTTL && (a.expOpt == nil || bytes.EqualFold(arg, a.expOpt)) && i+1 < len(args):
+			a.expOpt, a.expVal = arg, args[i+1]
 			i++
 		default:
 			return a, ErrSyntax
 		}
 	}
 	return a, nil
+}
+
+// expireAt returns the absolute expire time (unix ms) the parsed expire option asks for, or 0
+// when there is none.
+func (a setArgs) expireAt(cmd string, now int64) (int64, error) {
+	if a.expOpt == nil {
+		return 0, nil
+	}
+	return parseExpireOpt(cmd, a.expOpt, a.expVal, now)
 }
 
 func isExpireOpt(arg []byte) bool {
@@ -128,15 +139,22 @@ func parseExpireOpt(cmd string, opt, val []byte, now int64) (int64, error) {
 	return expireAt(cmd, val, unit, abs, now)
 }
 
+// setCmd checks in Redis's order: the options' syntax, the expire time, then the old value's
+// type (GET), then NX or XX.
 func setCmd(c *Ctx) {
-	a, err := parseSetArgs(c, c.Args[3:])
+	a, err := parseSetArgs(c.Args[3:])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	expireAt, err := a.expireAt("set", c.KS.Now())
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	key, val := c.Args[1], c.Args[2]
 	if !a.nx && !a.xx && !a.get && !a.keepTTL {
-		if err := c.KS.Put(c.Sess, c.DB(), key, val, a.expireAt, typeString); err != nil {
+		if err := c.KS.Put(c.Sess, c.DB(), key, val, expireAt, typeString); err != nil {
 			c.Err(err)
 			return
 		}
@@ -161,7 +179,7 @@ func setCmd(c *Ctx) {
 		if (a.nx && exists) || (a.xx && !exists) {
 			return nil
 		}
-		exp := a.expireAt
+		exp := expireAt
 		if a.keepTTL && exists {
 			exp = m.ExpireAt
 		}
@@ -318,8 +336,8 @@ func msetnxCmd(c *Ctx) {
 }
 
 // getThen reads key 1's string value inside a transaction and lets then decide what to write.
-// It replies with the old value (nil if missing).
-func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
+// It replies with the old value (nil if missing), or with then's error, which cancels the write.
+func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error) {
 	var old []byte
 	var had bool
 	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
@@ -335,8 +353,7 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
 			}
 			old = v
 		}
-		then(tx, exists, m)
-		return nil
+		return then(tx, exists, m)
 	})
 	switch {
 	case err != nil:
@@ -349,57 +366,78 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta)) {
 }
 
 func getsetCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) { tx.Put(0, c.Args[2], 0, typeString) })
-}
-
-func getdelCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) {
-		if exists {
-			tx.Delete(0)
-		}
+	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) error {
+		tx.Put(0, c.Args[2], 0, typeString)
+		return nil
 	})
 }
 
-func getexCmd(c *Ctx) {
-	// Parse: EX/PX/EXAT/PXAT n or PERSIST, at most one of them.
-	var at int64
-	persist := false
-	opt := "" // as SET: one kind of option, possibly repeated
-	now := c.KS.Now()
-	args := c.Args[2:]
+func getdelCmd(c *Ctx) {
+	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) error {
+		if exists {
+			tx.Delete(0)
+		}
+		return nil
+	})
+}
+
+// getexArgs are GETEX's parsed options: PERSIST, or the last EX, PX, EXAT or PXAT option and its
+// value, not yet checked.
+type getexArgs struct {
+	persist        bool
+	expOpt, expVal []byte
+}
+
+// parseGetexArgs checks the syntax of GETEX's options as Redis does: PERSIST or one kind of
+// expire option, each possibly repeated.
+func parseGetexArgs(args [][]byte) (getexArgs, error) {
+	var a getexArgs
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		switch {
-		case is(arg, "PERSIST") && (opt == "" || opt == "PERSIST"):
-			persist, opt = true, "PERSIST"
-		case isExpireOpt(arg) && (opt == "" || is(arg, opt)) && i+1 < len(args):
-			var err error
-			if at, err = parseExpireOpt("getex", arg, args[i+1], now); err != nil {
-				c.Err(err)
-				return
-			}
-			opt = upper(arg)
+		case is(arg, "PERSIST") && a.expOpt == nil:
+			a.persist = true
+		case isExpireOpt(arg) && !a.persist && (a.expOpt == nil || bytes.EqualFold(arg, a.expOpt)) && i+1 < len(args):
+			a.expOpt, a.expVal = arg, args[i+1]
 			i++
 		default:
-			c.Err(ErrSyntax)
-			return
+			return a, ErrSyntax
 		}
 	}
-	if opt == "" {
+	return a, nil
+}
+
+// getexCmd checks in Redis's order: the options' syntax; then a missing key answers nil and a
+// key of another type WRONGTYPE, whatever the expire time; only then is the time checked.
+func getexCmd(c *Ctx) {
+	a, err := parseGetexArgs(c.Args[2:])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if !a.persist && a.expOpt == nil {
 		// Plain GETEX is a read: no transaction, no write.
 		getCmd(c)
 		return
 	}
-	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) {
+	var at int64
+	var atErr error
+	if a.expOpt != nil {
+		at, atErr = parseExpireOpt("getex", a.expOpt, a.expVal, c.KS.Now())
+	}
+	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error {
 		switch {
 		case !exists:
-		case persist:
+		case atErr != nil:
+			return atErr
+		case a.persist:
 			if m.ExpireAt != 0 {
 				tx.SetExpire(0, 0)
 			}
 		default:
 			tx.SetExpire(0, at)
 		}
+		return nil
 	})
 }
 

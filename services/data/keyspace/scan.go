@@ -15,9 +15,16 @@ import (
 // deletes and table growth happen between calls (a key deleted and re-added may show twice).
 // It stops after count keys of db, or after visiting a bounded number of entries. fn gets the
 // key (valid only during the call) and its metadata; expired keys are skipped.
+//
+// Any 64-bit cursor is accepted, as Redis accepts any: one naming a shard past the last (not a
+// cursor Scan returns, see ValidCursor) ends the iteration with no keys, and an entry index
+// past a shard's entries moves on to the next shard.
 func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m Meta)) uint64 {
 	if count <= 0 {
 		count = 10
+	}
+	if !ks.ValidCursor(cursor) {
+		return 0
 	}
 	budget := max(count*8, 1024)
 	si, ei := int(cursor>>32), uint32(cursor)
@@ -65,7 +72,9 @@ func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
 	}
 }
 
-// RandomKey returns a random live key of db, or nil when db is empty.
+// RandomKey returns a random live key of db, or nil when db is empty. The empty key "" is a
+// key like any other: it comes back as a non-nil empty slice, so callers must test for nil,
+// not for length 0.
 func (ks *Keyspace) RandomKey(db int) []byte {
 	if ks.DBSize(db) == 0 {
 		return nil
@@ -78,7 +87,7 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 			for probe := 0; probe < 32; probe++ {
 				e := s.ix.entry(uint32(rand.IntN(int(s.ix.high))))
 				if e.live() && int(e.db()) == db && !e.expired(now) {
-					k := append([]byte(nil), s.ix.key(e)...)
+					k := append([]byte{}, s.ix.key(e)...)
 					s.mu.RUnlock()
 					return k
 				}
@@ -99,7 +108,7 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 		var found []byte
 		c := uint64((start+n)%len(ks.shards)) << 32
 		for found == nil {
-			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte(nil), key...) })
+			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte{}, key...) })
 			if c == 0 || c>>32 != uint64((start+n)%len(ks.shards)) {
 				break
 			}
@@ -128,25 +137,22 @@ type DBInfo struct {
 	AvgTTLMs      int64
 }
 
-// Info returns per-database counts.
+// Info returns per-database counts and the avg_ttl estimate (expire.go).
 func (ks *Keyspace) Info() []DBInfo {
 	out := make([]DBInfo, ks.opts.Databases)
-	var ttlSum, ttlN int64
+	ttl := ks.newAvgTTLEstimate()
 	for _, s := range ks.shards {
 		s.mu.RLock()
 		for db := range out {
 			out[db].Keys += s.keys[db]
 			out[db].Expires += s.expires[db]
 		}
+		ttl.addLocked(s)
 		s.mu.RUnlock()
-		if a := s.avgTTLMs.Load(); a > 0 {
-			ttlSum += a
-			ttlN++
-		}
 	}
 	for db := range out {
-		if out[db].Expires > 0 && ttlN > 0 {
-			out[db].AvgTTLMs = ttlSum / ttlN
+		if out[db].Expires > 0 {
+			out[db].AvgTTLMs = ttl.avg(db)
 		}
 	}
 	return out
@@ -164,6 +170,11 @@ func (ks *Keyspace) FlushDB(se *Session, db int) error {
 		}
 	}
 	_, err := ks.appendEachLocked(se, shards, vlog.Header{Kind: vlog.KindFlushDB, DB: uint8(db)}, func(s *shard) {
+		if s.expires[db] > 0 {
+			// The sweep's average of remaining TTLs includes the keys going now; the next tick
+			// starts it again from what is left (as Redis resets avg_ttl).
+			s.avgTTLMs.Store(0)
+		}
 		s.flushDBLocked(uint8(db))
 	})
 	return err
@@ -188,6 +199,7 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 	lsns, err := ks.appendEachLocked(se, ks.shards, vlog.Header{Kind: vlog.KindFlushAll}, func(s *shard) {
 		s.markAllDeadLocked()
 		s.clearLocked()
+		s.avgTTLMs.Store(0)
 	})
 	unlock()
 	if err != nil {
