@@ -257,19 +257,22 @@ func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool)
 	return true
 }
 
-// applyReplyMode drops replies as CLIENT REPLY OFF|SKIP asks.
+// applyReplyMode drops replies as CLIENT REPLY OFF|SKIP asks. As in Redis, a successful
+// CLIENT REPLY ends a pending skip (ON still sends its +OK), SKIP does nothing while replies
+// are off, and a CLIENT REPLY that failed is dropped or skipped like any other command.
 func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, mark int) {
 	cl := c.cl
-	if cmd.Name == "client|reply" {
+	if cmd.Name == "client|reply" && !c.ctx.Failed {
 		switch cl.ReplyMode {
+		case commands.ReplyOn:
+			cl.SkipNext = false
 		case commands.ReplyOff:
 			c.dropReply(mark)
+			cl.SkipNext = false
 		case commands.ReplySkip:
+			// SKIP is not a mode: the client keeps the one it had.
 			c.dropReply(mark)
-			cl.ReplyMode, cl.SkipNext = before, true
-			if before == commands.ReplySkip {
-				cl.ReplyMode = commands.ReplyOn
-			}
+			cl.ReplyMode, cl.SkipNext = before, before != commands.ReplyOff
 		}
 		return
 	}

@@ -182,6 +182,26 @@ func TestClientReply(t *testing.T) {
 	c.expect(bulk("kept"))
 	c.send(cmd{"CLIENT", "REPLY", "MAYBE"}, cmd{"PING"})
 	c.expect("-ERR syntax error", "+PONG")
+	// A CLIENT REPLY that fails is skipped like any command.
+	c.send(cmd{"CLIENT", "REPLY", "SKIP"}, cmd{"CLIENT", "REPLY", "MAYBE"}, cmd{"PING"})
+	c.expect("+PONG")
+}
+
+// TestClientReplyOnEndsSkip: as in Redis, ON cancels a pending SKIP as well as OFF, and SKIP
+// while replies are off does nothing, so the first reply after ON is sent.
+func TestClientReplyOnEndsSkip(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial(t)
+	// ON is the command SKIP skips, but its +OK is sent: Redis clears both flags before
+	// replying.
+	c.send(cmd{"CLIENT", "REPLY", "SKIP"}, cmd{"CLIENT", "REPLY", "ON"}, cmd{"PING"})
+	c.expect("+OK", "+PONG")
+	c.send(cmd{"CLIENT", "REPLY", "OFF"}, cmd{"CLIENT", "REPLY", "SKIP"}, cmd{"PING"}, cmd{"PING"},
+		cmd{"CLIENT", "REPLY", "ON"}, cmd{"ECHO", "on"})
+	c.expect("+OK", bulk("on"))
+	c.send(cmd{"CLIENT", "REPLY", "SKIP"}, cmd{"CLIENT", "REPLY", "OFF"}, cmd{"PING"},
+		cmd{"CLIENT", "REPLY", "ON"}, cmd{"ECHO", "on"})
+	c.expect("+OK", bulk("on"))
 }
 
 // TestQuit: QUIT replies +OK and closes the connection; commands pipelined after it are not
