@@ -3,6 +3,8 @@ package server_test
 import (
 	"errors"
 	"io"
+	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -119,5 +121,80 @@ func TestMaxClients(t *testing.T) {
 	c := ts.dial(t)
 	if got := c.do("PING"); got != "+PONG" {
 		t.Fatalf("PING once a client has left: %s", got)
+	}
+}
+
+// TestCloseWhileClientsConnect: Close returns, and leaves no connection being served, even
+// while clients keep connecting. A connection accepted while Close ran used to be registered
+// after Close had closed the ones it knew of: Close then either waited for it until the client
+// left, or returned with it still being served. The window is narrow, so the test closes many
+// servers under a stream of new connections.
+func TestCloseWhileClientsConnect(t *testing.T) {
+	for round := 0; round < 100; round++ {
+		closeUnderConnects(t, round)
+	}
+}
+
+func closeUnderConnects(t *testing.T, round int) {
+	ts := startServer(t, nil)
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		stop  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	stopDialing := func() {
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range conns {
+			nc.Close() // ends any connection still served, so that the test can end
+		}
+	}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				nc, err := net.Dial("tcp", ts.addr)
+				if err != nil {
+					return // the listener is closed
+				}
+				mu.Lock()
+				conns = append(conns, nc)
+				mu.Unlock()
+			}
+		}()
+	}
+	eventually(t, "accepting", func() bool { return ts.srv.Stats().ConnectionsReceived > 0 })
+	closed := make(chan struct{})
+	go func() {
+		ts.srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(waitFor):
+		stopDialing()
+		<-closed
+		t.Fatalf("round %d: Close still waiting after %v with clients connected", round, waitFor)
+	}
+	select {
+	case <-ts.served:
+	case <-time.After(waitFor):
+		stopDialing()
+		t.Fatalf("round %d: Serve has not returned %v after Close", round, waitFor)
+	}
+	// Every connection Serve registered has been served to its end.
+	n := ts.srv.Stats().ConnectedClients
+	stopDialing()
+	if n != 0 {
+		t.Fatalf("round %d: %d connections still served after Close and Serve returned", round, n)
 	}
 }

@@ -32,6 +32,9 @@ type testServer struct {
 	ks   *keyspace.Keyspace
 	cfg  *config.Config
 	addr string
+	// served is closed when Serve has returned serveErr.
+	served   chan struct{}
+	serveErr error
 }
 
 // startServer starts a server whose keyspace lives on fs (an in-memory file system if nil),
@@ -89,18 +92,22 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 		engine.Close()
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
+	ts := &testServer{srv: srv, ks: ks, cfg: cfg, addr: srv.Addr().String(), served: make(chan struct{})}
+	go func() {
+		ts.serveErr = srv.Serve()
+		close(ts.served)
+	}()
 	t.Cleanup(func() {
 		srv.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
+		<-ts.served
+		if ts.serveErr != nil {
+			t.Errorf("Serve: %v", ts.serveErr)
 		}
 		// A test that injected errors may leave the log unable to sync; that is its business.
 		ks.Close()
 		engine.Close()
 	})
-	return &testServer{srv: srv, ks: ks, cfg: cfg, addr: srv.Addr().String()}
+	return ts
 }
 
 // client talks raw RESP to a test server.

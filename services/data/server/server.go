@@ -142,6 +142,13 @@ func (s *Server) Serve() error {
 		}
 		s.stats.conns.Add(1)
 		s.mu.Lock()
+		if s.closed.Load() {
+			// Close ran between Accept and here and has closed the connections it knew of;
+			// registered now, this one would outlive Close or keep it waiting.
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
 		if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
 			s.mu.Unlock()
 			s.stats.rejected.Add(1)
