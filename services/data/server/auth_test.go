@@ -92,3 +92,29 @@ func TestUnauthenticatedLimits(t *testing.T) {
 	c.send(elevenArgs, cmd{"SET", "big", big + big}, cmd{"STRLEN", "big"}, cmd{"GET", "e"})
 	c.expect("+OK", "+OK", ":32768", bulk("5"))
 }
+
+// TestAuthLiftsLimitsForTheNextCommand: the limits of an unauthenticated client stop applying
+// at the command right after a successful AUTH, even one sent in the same write, as in Redis,
+// which parses each command only after the one before it ran. A client may pipeline its AUTH
+// with what follows.
+func TestAuthLiftsLimitsForTheNextCommand(t *testing.T) {
+	ts := startServer(t, nil, "requirepass", "secret")
+	c := ts.dial(t)
+	big := strings.Repeat("b", 20000)
+	c.send(
+		cmd{"AUTH", "secret"},
+		cmd{"MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"},
+		cmd{"SET", "big", big},
+		cmd{"GET", "e"}, cmd{"STRLEN", "big"},
+	)
+	c.expect("+OK", "+OK", "+OK", bulk("5"), ":20000")
+
+	// Before AUTH the limits still hold within one write: the AUTH fails.
+	d := ts.dial(t)
+	d.send(cmd{"AUTH", "wrong"}, cmd{"MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"})
+	d.expect(errWrongPass)
+	if got := d.read(); !strings.HasPrefix(got, "-ERR Protocol error: ") {
+		t.Fatalf("11 arguments after a failed AUTH: %s; want a protocol error", got)
+	}
+	d.expectClosed()
+}

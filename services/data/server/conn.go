@@ -65,13 +65,18 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 		if t := s.cfg.Int("timeout"); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
 		}
+		batch := maxBatch
 		if !cl.Authed && s.authRequired.Load() {
 			c.rd.SetLimits(unauthLimits)
+			// One command at a time until AUTH succeeds, so that the command after an AUTH
+			// is parsed under the limits the AUTH lifted, even in the same pipeline: Redis
+			// parses each command after the one before it ran.
+			batch = 1
 		} else {
 			c.rd.SetLimits(*s.limits.Load())
 		}
 		var err error
-		cmds, err = c.rd.ReadCommands(cmds[:0], maxBatch)
+		cmds, err = c.rd.ReadCommands(cmds[:0], batch)
 		cl.QueryBuf.Store(int64(c.rd.Buffered()))
 		for i := 0; i < len(cmds); i++ {
 			if n := c.getRun(cmds[i:]); n > 1 {
