@@ -118,3 +118,31 @@ func TestAuthLiftsLimitsForTheNextCommand(t *testing.T) {
 	}
 	d.expectClosed()
 }
+
+// TestRequirepassSetAtRunTime: as in Redis, a connection opened while no password was required
+// is authenticated, and stays so when CONFIG SET requirepass adds one, the connection that set
+// it included; new connections must AUTH.
+func TestRequirepassSetAtRunTime(t *testing.T) {
+	ts := startServer(t, nil)
+	c := ts.dial(t)
+	c.send(cmd{"CONFIG", "SET", "requirepass", "secret"}, cmd{"SET", "k", "v"}, cmd{"GET", "k"}, cmd{"GET", "k"})
+	c.expect("+OK", "+OK", bulk("v"), bulk("v"))
+	n := ts.dial(t)
+	n.send(cmd{"GET", "k"}, cmd{"AUTH", "secret"}, cmd{"GET", "k"})
+	n.expect(errNoAuth, "+OK", bulk("v"))
+	// Removing the password lets everyone in; setting it again shuts out the connections that
+	// never authenticated, as Redis does.
+	u := ts.dial(t)
+	u.send(cmd{"PING"})
+	u.expect(errNoAuth)
+	c.send(cmd{"CONFIG", "SET", "requirepass", ""})
+	c.expect("+OK")
+	u.send(cmd{"PING"})
+	u.expect("+PONG")
+	c.send(cmd{"CONFIG", "SET", "requirepass", "again"})
+	c.expect("+OK")
+	u.send(cmd{"PING"})
+	u.expect(errNoAuth)
+	c.send(cmd{"PING"})
+	c.expect("+PONG")
+}

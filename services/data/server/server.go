@@ -171,6 +171,10 @@ func (s *Server) newClient(nc net.Conn) *commands.Client {
 		LAddr:   nc.LocalAddr().String(),
 		Created: time.Now(),
 		Close:   func() { nc.Close() },
+		// As in Redis, a client that connects while no password is required is
+		// authenticated: a password set later with CONFIG SET does not lock out the
+		// connections already open, the one that set it included.
+		Authed: !s.authRequired.Load(),
 	}
 	cl.Proto.Store(2)
 	cl.LastActive.Store(time.Now().UnixMilli())
