@@ -65,13 +65,18 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 		if t := s.cfg.Int("timeout"); t > 0 {
 			nc.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
 		}
+		batch := maxBatch
 		if !cl.Authed && s.authRequired.Load() {
 			c.rd.SetLimits(unauthLimits)
+			// One command at a time until AUTH succeeds, so that the command after an AUTH
+			// is parsed under the limits the AUTH lifted, even in the same pipeline: Redis
+			// parses each command after the one before it ran.
+			batch = 1
 		} else {
 			c.rd.SetLimits(*s.limits.Load())
 		}
 		var err error
-		cmds, err = c.rd.ReadCommands(cmds[:0], maxBatch)
+		cmds, err = c.rd.ReadCommands(cmds[:0], batch)
 		cl.QueryBuf.Store(int64(c.rd.Buffered()))
 		for i := 0; i < len(cmds); i++ {
 			if n := c.getRun(cmds[i:]); n > 1 {
@@ -257,19 +262,22 @@ func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool)
 	return true
 }
 
-// applyReplyMode drops replies as CLIENT REPLY OFF|SKIP asks.
+// applyReplyMode drops replies as CLIENT REPLY OFF|SKIP asks. As in Redis, a successful
+// CLIENT REPLY ends a pending skip (ON still sends its +OK), SKIP does nothing while replies
+// are off, and a CLIENT REPLY that failed is dropped or skipped like any other command.
 func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, mark int) {
 	cl := c.cl
-	if cmd.Name == "client|reply" {
+	if cmd.Name == "client|reply" && !c.ctx.Failed {
 		switch cl.ReplyMode {
+		case commands.ReplyOn:
+			cl.SkipNext = false
 		case commands.ReplyOff:
 			c.dropReply(mark)
+			cl.SkipNext = false
 		case commands.ReplySkip:
+			// SKIP is not a mode: the client keeps the one it had.
 			c.dropReply(mark)
-			cl.ReplyMode, cl.SkipNext = before, true
-			if before == commands.ReplySkip {
-				cl.ReplyMode = commands.ReplyOn
-			}
+			cl.ReplyMode, cl.SkipNext = before, before != commands.ReplyOff
 		}
 		return
 	}

@@ -142,6 +142,13 @@ func (s *Server) Serve() error {
 		}
 		s.stats.conns.Add(1)
 		s.mu.Lock()
+		if s.closed.Load() {
+			// Close ran between Accept and here and has closed the connections it knew of;
+			// registered now, this one would outlive Close or keep it waiting.
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
 		if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
 			s.mu.Unlock()
 			s.stats.rejected.Add(1)
@@ -164,6 +171,10 @@ func (s *Server) newClient(nc net.Conn) *commands.Client {
 		LAddr:   nc.LocalAddr().String(),
 		Created: time.Now(),
 		Close:   func() { nc.Close() },
+		// As in Redis, a client that connects while no password is required is
+		// authenticated: a password set later with CONFIG SET does not lock out the
+		// connections already open, the one that set it included.
+		Authed: !s.authRequired.Load(),
 	}
 	cl.Proto.Store(2)
 	cl.LastActive.Store(time.Now().UnixMilli())

@@ -1,0 +1,231 @@
+package server_test
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/server"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// waitFor bounds every wait of these tests: a reply, a close, a condition polled for. It is far
+// above what any of them takes, so that only a hang fails a test.
+const waitFor = 10 * time.Second
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testServer is a real Server over a real Keyspace on its own file system, listening on an
+// ephemeral port of 127.0.0.1.
+type testServer struct {
+	srv  *server.Server
+	ks   *keyspace.Keyspace
+	cfg  *config.Config
+	addr string
+	// served is closed when Serve has returned serveErr.
+	served   chan struct{}
+	serveErr error
+}
+
+// startServer starts a server whose keyspace lives on fs (an in-memory file system if nil),
+// with appendfsync always and the given settings as name, value pairs. It is stopped, and its
+// keyspace closed, when the test ends.
+func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
+	t.Helper()
+	if fs == nil {
+		fs = vfs.NewMem()
+	}
+	cfg := config.New()
+	set := func(name, value string) {
+		if err := cfg.SetStartup(name, value); err != nil {
+			t.Fatalf("config %s %s: %v", name, value, err)
+		}
+	}
+	set("bind", "127.0.0.1")
+	set("port", "0")
+	set("appendfsync", "always")
+	if len(settings)%2 != 0 {
+		t.Fatalf("settings %q are not name, value pairs", settings)
+	}
+	for i := 0; i < len(settings); i += 2 {
+		set(settings[i], settings[i+1])
+	}
+	fsync, err := vlog.ParseFsync(cfg.Get("appendfsync"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pread reads through File.ReadAt, so it works on the in-memory and error-injecting file
+	// systems; io_uring would need a real descriptor.
+	engine, err := vlog.NewEngine("pread", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keyspace.Open(keyspace.Options{
+		FS:                 fs,
+		Dir:                "/data",
+		Shards:             2,
+		SegmentSize:        1 << 20,
+		Engine:             engine,
+		Fsync:              fsync,
+		Databases:          int(cfg.Int("databases")),
+		Logger:             quietLogger,
+		CheckpointInterval: -1,
+	})
+	if err != nil {
+		engine.Close()
+		t.Fatalf("open keyspace: %v", err)
+	}
+	srv := server.New(server.Options{Config: cfg, Keyspace: ks, Logger: quietLogger})
+	cfg.OnChange(srv.ConfigChanged)
+	if err := srv.Listen(); err != nil {
+		ks.Close()
+		engine.Close()
+		t.Fatal(err)
+	}
+	ts := &testServer{srv: srv, ks: ks, cfg: cfg, addr: srv.Addr().String(), served: make(chan struct{})}
+	go func() {
+		ts.serveErr = srv.Serve()
+		close(ts.served)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-ts.served
+		if ts.serveErr != nil {
+			t.Errorf("Serve: %v", ts.serveErr)
+		}
+		// A test that injected errors may leave the log unable to sync; that is its business.
+		ks.Close()
+		engine.Close()
+	})
+	return ts
+}
+
+// client talks raw RESP to a test server.
+type client struct {
+	t  *testing.T
+	nc net.Conn
+	rd *resp.ReplyReader
+}
+
+func (ts *testServer) dial(t *testing.T) *client {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", ts.addr, waitFor)
+	if err != nil {
+		t.Fatalf("dial %s: %v", ts.addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &client{t: t, nc: nc, rd: resp.NewReplyReader(nc)}
+}
+
+// cmd is one command's arguments.
+type cmd []string
+
+// encode appends cmds in RESP multibulk form.
+func encode(dst []byte, cmds ...cmd) []byte {
+	for _, c := range cmds {
+		dst = resp.AppendCommandStrings(dst, c...)
+	}
+	return dst
+}
+
+// writeRaw sends b in one write.
+func (c *client) writeRaw(b []byte) {
+	c.t.Helper()
+	c.nc.SetWriteDeadline(time.Now().Add(waitFor))
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// send writes cmds as one pipeline, in one write.
+func (c *client) send(cmds ...cmd) { c.t.Helper(); c.writeRaw(encode(nil, cmds...)) }
+
+// read returns the next reply, rendered by show.
+func (c *client) read() string {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(waitFor))
+	v, err := c.rd.Read()
+	if err != nil {
+		c.t.Fatalf("read reply: %v", err)
+	}
+	return show(v)
+}
+
+// do sends one command and returns its reply.
+func (c *client) do(args ...string) string {
+	c.t.Helper()
+	c.send(args)
+	return c.read()
+}
+
+// expect reads one reply per element of want and checks each, in order.
+func (c *client) expect(want ...string) {
+	c.t.Helper()
+	for i, w := range want {
+		if got := c.read(); got != w {
+			c.t.Fatalf("reply %d: got %s, want %s", i, got, w)
+		}
+	}
+}
+
+// expectClosed checks that the server closes the connection with no further reply.
+func (c *client) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(waitFor))
+	v, err := c.rd.Read()
+	switch {
+	case err == nil:
+		c.t.Fatalf("got reply %s; want the connection closed", show(v))
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+	default:
+		c.t.Fatalf("got %v; want the connection closed", err)
+	}
+}
+
+// show renders a reply compactly: +OK, -ERR ..., :1, "bulk", (nil), [a b].
+func show(v resp.Value) string {
+	switch v.Kind {
+	case resp.SimpleString:
+		return "+" + string(v.Str)
+	case resp.Error:
+		return "-" + string(v.Str)
+	case resp.Integer:
+		return ":" + strconv.FormatInt(v.Int, 10)
+	case resp.BulkString:
+		return strconv.Quote(string(v.Str))
+	case resp.Null:
+		return "(nil)"
+	case resp.Array:
+		parts := make([]string, len(v.Elems))
+		for i, e := range v.Elems {
+			parts[i] = show(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return v.String()
+}
+
+// bulk is how show renders a bulk string reply.
+func bulk(s string) string { return strconv.Quote(s) }
+
+// eventually polls cond until it holds, failing the test after waitFor.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after %v", what, waitFor)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
