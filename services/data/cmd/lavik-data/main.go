@@ -140,6 +140,7 @@ func run(args []string) int {
 		Logger:             log,
 		ReclaimRate:        cfg.Int("reclaim-rate"),
 		CheckpointInterval: checkpointInterval(cfg.Int("checkpoint-interval-bytes")),
+		RepairCorruption:   cfg.Get("repair-corrupt-log") == "yes",
 	})
 	if err != nil {
 		log.Error("cannot open the data directory", "dir", cfg.Get("dir"), "err", err)
