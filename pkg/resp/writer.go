@@ -144,6 +144,13 @@ func (w *Writer) Bulk(b []byte) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// BulkStart writes the header of a bulk string of n bytes, for a value written in pieces: the
+// caller then writes exactly n bytes (Raw) and BulkEnd.
+func (w *Writer) BulkStart(n int) { w.header('$', n) }
+
+// BulkEnd ends a bulk string begun with BulkStart.
+func (w *Writer) BulkEnd() { w.buf = append(w.buf, '\r', '\n') }
+
 // BulkString writes s as a bulk string.
 func (w *Writer) BulkString(s string) {
 	w.header('$', len(s))

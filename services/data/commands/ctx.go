@@ -140,6 +140,57 @@ type Ctx struct {
 	Cmd    *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool
+	// Flush, set by the server, waits for the durability of what the replies so far depend on
+	// and writes them to the client, so that a long reply (MGET of many values, GET of a large
+	// one) goes out as it is made instead of piling up in memory. An error means the command
+	// must stop: the wait failed (a *vlog.WriteError) or the client is gone.
+	Flush func() error
+	// Broken is set by a command that stopped in the middle of a reply it had begun, with why
+	// in BrokenErr (a value it was streaming failed to read, or Flush failed). The server
+	// replaces the reply with an error if none of it was sent yet, else closes the connection.
+	Broken    bool
+	BrokenErr error
+}
+
+// flushAt is the size of pending replies at which a command making a long reply flushes them.
+const flushAt = 64 << 10
+
+// MaybeFlush flushes the pending replies (Flush) once they reach flushAt. It reports false when
+// the command must stop.
+func (c *Ctx) MaybeFlush() bool {
+	if c.Flush == nil || c.W.Len() < flushAt {
+		return true
+	}
+	if err := c.Flush(); err != nil {
+		c.Broken, c.BrokenErr = true, err
+		return false
+	}
+	return true
+}
+
+// errStopped stops a value's stream when the connection cannot take more.
+var errStopped = errors.New("commands: reply abandoned")
+
+// writeValue writes v as a bulk string, a chunked value piece by piece through MaybeFlush. When
+// it cannot finish (a piece failed to read, or the connection broke) it marks the reply broken
+// and returns the error.
+func writeValue(c *Ctx, v keyspace.Value) error {
+	c.W.BulkStart(v.Len)
+	err := v.Each(func(p []byte) error {
+		c.W.Raw(p)
+		if !c.MaybeFlush() {
+			return errStopped
+		}
+		return nil
+	})
+	if err != nil {
+		if !c.Broken {
+			c.Broken, c.BrokenErr = true, err
+		}
+		return err
+	}
+	c.W.BulkEnd()
+	return nil
 }
 
 // DB is the client's selected database.
@@ -204,6 +255,32 @@ func ErrorLine(err error) string {
 		return "MISCONF lavik: writing the value log failed: " + cause.Error()
 	}
 	return "ERR lavik: " + strings.TrimPrefix(err.Error(), "keyspace: ")
+}
+
+// DurabilityError is the reply that replaces a reply whose durability wait failed: the value
+// log could not write or sync what the reply depended on (err). A write says what is true of it:
+// it took effect in memory and stays (reads that depend on it wait until it is written), it is
+// lost if the server stops before the disk takes writes again, and it must not be repeated
+// blindly (an INCR would count twice once the disk recovers); write commands are refused until
+// then. A read says its answer depended on such a write.
+func DurabilityError(err error, write bool) string {
+	cause := err.Error()
+	var le *vlog.WriteError
+	if errors.As(err, &le) {
+		c := le.Unwrap()
+		var pe *fs.PathError
+		if errors.As(c, &pe) {
+			c = pe.Err
+		}
+		cause = c.Error()
+	}
+	if write {
+		return "MISCONF lavik: the write took effect in memory but the value log could not store it (" + cause +
+			"): it is kept and written once the disk accepts writes again, lost if the server stops first; " +
+			"do not repeat it blindly; write commands are refused until then"
+	}
+	return "MISCONF lavik: this reply depends on a write the value log could not store yet (" + cause +
+		"); retry once the disk accepts writes again"
 }
 
 // argErr builds a reply error naming the command (wrong arity and friends).

@@ -90,7 +90,7 @@ func delCmd(c *Ctx) {
 func existsCmd(c *Ctx) {
 	var n int64
 	for _, k := range c.Args[1:] {
-		if _, ok := c.KS.Lookup(c.DB(), k); ok {
+		if _, ok := c.KS.Lookup(c.Sess, c.DB(), k); ok {
 			n++
 		}
 	}
@@ -98,7 +98,7 @@ func existsCmd(c *Ctx) {
 }
 
 func typeCmd(c *Ctx) {
-	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
 		c.W.Simple("none")
 		return
@@ -206,7 +206,7 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 
 // ttlGeneric replies the TTL or expire time of key 1: -2 missing, -1 no expiry.
 func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
-	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	switch {
 	case !ok:
 		c.W.Int(-2)
@@ -445,7 +445,7 @@ func scanCmd(c *Ctx) {
 	}
 	var keys [][]byte
 	// Any cursor is accepted, as in Redis: one that Scan never returned ends the iteration.
-	next := c.KS.Scan(c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
+	next := c.KS.Scan(c.Sess, c.DB(), a.cursor, a.count, func(key []byte, m keyspace.Meta) {
 		if a.hasTyp && !equalFoldString(keyspace.TypeName(m.Type), a.typ) {
 			return
 		}
@@ -468,12 +468,12 @@ func keysCmd(c *Ctx) {
 	pat := c.Args[1]
 	var keys [][]byte
 	if GlobIsLiteral(pat) {
-		if _, ok := c.KS.Lookup(c.DB(), pat); ok {
+		if _, ok := c.KS.Lookup(c.Sess, c.DB(), pat); ok {
 			keys = append(keys, pat)
 		}
 	} else {
 		all := len(pat) == 1 && pat[0] == '*'
-		c.KS.Keys(c.DB(), func(key []byte, _ keyspace.Meta) {
+		c.KS.Keys(c.Sess, c.DB(), func(key []byte, _ keyspace.Meta) {
 			if all || GlobMatch(pat, key, false) {
 				keys = append(keys, append([]byte{}, key...))
 			}
@@ -486,7 +486,7 @@ func keysCmd(c *Ctx) {
 }
 
 func randomkeyCmd(c *Ctx) {
-	if k := c.KS.RandomKey(c.DB()); k != nil {
+	if k := c.KS.RandomKey(c.Sess, c.DB()); k != nil {
 		c.W.Bulk(k)
 		return
 	}
@@ -496,16 +496,18 @@ func randomkeyCmd(c *Ctx) {
 func objectEncodingCmd(c *Ctx) {
 	// A value written by an in-place edit, or longer than any short encoding, is "raw" by
 	// its metadata alone: a large value is not read.
-	if m, ok := c.KS.Lookup(c.DB(), c.Args[2]); ok && (m.Raw || m.Len > 44) {
+	if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[2]); ok && (m.Raw || m.Len > 44) {
 		c.W.BulkString("raw")
 		return
 	}
 	var enc string
-	found, err := c.KS.Get(c.DB(), c.Args[2], func(val []byte, m keyspace.Meta) {
+	found, err := c.KS.Get(c.Sess, c.DB(), c.Args[2], func(v keyspace.Value, m keyspace.Meta) error {
+		val, err := v.Bytes()
 		enc = stringEncoding(val)
 		if m.Raw {
 			enc = "raw"
 		}
+		return err
 	})
 	switch {
 	case err != nil:

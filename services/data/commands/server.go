@@ -56,7 +56,7 @@ func init() {
 	)
 }
 
-func dbsizeCmd(c *Ctx) { c.W.Int(c.KS.DBSize(c.DB())) }
+func dbsizeCmd(c *Ctx) { c.W.Int(c.KS.DBSize(c.Sess, c.DB())) }
 
 // flushMode checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC. Both are done synchronously: the
 // keys leave the index at once, and the disk space is given back by dropping whole segments

@@ -60,14 +60,15 @@ func init() {
 }
 
 func getCmd(c *Ctx) {
-	found, err := c.KS.Get(c.DB(), c.Args[1], func(val []byte, m keyspace.Meta) {
+	found, err := c.KS.Get(c.Sess, c.DB(), c.Args[1], func(v keyspace.Value, m keyspace.Meta) error {
 		if m.Type != typeString {
 			c.Err(ErrWrongType)
-			return
+			return nil
 		}
-		c.W.Bulk(val)
+		return writeValue(c, v)
 	})
 	switch {
+	case c.Broken:
 	case err != nil:
 		c.Err(err)
 	case !found:
@@ -245,8 +246,10 @@ func setexGeneric(c *Ctx, name string, unit expireUnit) {
 // WriteGetReplies answers GET for each key, in order, reading every value in one batch of SSD
 // reads: the server uses it for a run of pipelined GETs. It returns how many replies were
 // errors.
-func WriteGetReplies(c *Ctx, keys [][]byte) (failed int) {
-	c.KS.MGet(c.DB(), keys, func(i int, val []byte, m keyspace.Meta, ok bool, err error) {
+// After each reply it calls after (when not nil) with the key's position, so that the server can
+// tell each reply's extent.
+func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
+	c.KS.MGet(c.Sess, c.DB(), keys, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
 		switch {
 		case err != nil:
 			c.W.Error(ErrorLine(err))
@@ -257,16 +260,25 @@ func WriteGetReplies(c *Ctx, keys [][]byte) (failed int) {
 			c.W.Error(string(ErrWrongType))
 			failed++
 		default:
-			c.W.Bulk(val)
+			if err := writeValue(c, v); err != nil {
+				return err
+			}
 		}
-	})
+		if after != nil {
+			after(i)
+		}
+		return nil
+	}, c.MaybeFlush)
 	return failed
 }
 
+// mgetCmd streams its reply: values are read a bounded batch at a time and handed to the
+// client as the reply grows (Ctx.MaybeFlush), so that MGET of many keys or large values holds a
+// few megabytes whatever it names (keyspace.MGet).
 func mgetCmd(c *Ctx) {
 	keys := c.Args[1:]
 	c.W.Array(len(keys))
-	c.KS.MGet(c.DB(), keys, func(i int, val []byte, m keyspace.Meta, ok bool, err error) {
+	c.KS.MGet(c.Sess, c.DB(), keys, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
 		// MGET answers nil for a missing key or one of another type; a failed read is an
 		// error element.
 		switch {
@@ -276,9 +288,10 @@ func mgetCmd(c *Ctx) {
 		case !ok, m.Type != typeString:
 			c.W.Null()
 		default:
-			c.W.Bulk(val)
+			return writeValue(c, v)
 		}
-	})
+		return nil
+	}, c.MaybeFlush)
 }
 
 func msetCmd(c *Ctx) {
@@ -473,7 +486,7 @@ func appendCmd(c *Ctx) {
 }
 
 func strlenCmd(c *Ctx) {
-	m, ok := c.KS.Lookup(c.DB(), c.Args[1])
+	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	switch {
 	case !ok:
 		c.W.Int(0)
@@ -492,16 +505,17 @@ func getrangeCmd(c *Ctx) {
 		return
 	}
 	// Only the part asked for is read: of a large (chunked) value, the chunks overlapping it.
-	found, err := c.KS.GetRange(c.DB(), c.Args[1], func(n int) (int, int) {
+	found, err := c.KS.GetRange(c.Sess, c.DB(), c.Args[1], func(n int) (int, int) {
 		return substrSpan(int64(n), start, end)
-	}, func(part []byte, m keyspace.Meta) {
+	}, func(v keyspace.Value, m keyspace.Meta) error {
 		if m.Type != typeString {
 			c.Err(ErrWrongType)
-			return
+			return nil
 		}
-		c.W.Bulk(part)
+		return writeValue(c, v)
 	})
 	switch {
+	case c.Broken:
 	case err != nil:
 		c.Err(err)
 	case !found:

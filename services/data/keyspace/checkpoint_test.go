@@ -163,7 +163,7 @@ func TestCheckpointTailReplay(t *testing.T) {
 				t.Fatalf("%s: %v = %v, want %v", what, k, got[k], v)
 			}
 		}
-		if n := ks.DBSize(0) + ks.DBSize(1); n != int64(len(want)) {
+		if n := ks.DBSize(nil, 0) + ks.DBSize(nil, 1); n != int64(len(want)) {
 			t.Fatalf("%s: DBSize %d, want %d", what, n, len(want))
 		}
 	}
@@ -716,7 +716,7 @@ func TestCheckpointCorruptRecordNotServed(t *testing.T) {
 		t.Fatalf("checkpoint not loaded: %+v", st)
 	}
 	served := false
-	if _, err := ks.Get(0, []byte("k"), func([]byte, Meta) { served = true }); !errors.Is(err, ErrCorrupt) || served {
+	if _, err := ks.getBytes(0, []byte("k"), func([]byte, Meta) { served = true }); !errors.Is(err, ErrCorrupt) || served {
 		t.Fatalf("Get of a corrupt record: err %v, served %v", err, served)
 	}
 	wantValue(t, ks, 0, "fill0", strings.Repeat("f", 100))
@@ -855,8 +855,8 @@ func TestCheckpointKeyCopiedTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 9 || got[dbKey{0, "k0"}].val != "new" || ks2.DBSize(0) != 9 {
-		t.Fatalf("recovered %v, DBSize %d", got, ks2.DBSize(0))
+	if len(got) != 9 || got[dbKey{0, "k0"}].val != "new" || ks2.DBSize(nil, 0) != 9 {
+		t.Fatalf("recovered %v, DBSize %d", got, ks2.DBSize(nil, 0))
 	}
 	mustClose(t, ks2)
 

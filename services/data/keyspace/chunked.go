@@ -575,28 +575,35 @@ func (ks *Keyspace) unregisterLocked(s *shard, oid uint64, db uint8, key []byte)
 	}
 }
 
-// readSlow reads key's value, or the part of it span picks from its length (nil: all of it), and
-// calls fn with it. It serves chunked values (and plain ones, which it may meet when the value
-// changed since the caller looked). It reports whether the key exists; it counts no hit or miss.
-func (ks *Keyspace) readSlow(s *shard, h uint64, db uint8, key []byte, span func(n int) (int, int), fn func(val []byte, m Meta)) (bool, error) {
+// readValue reads key's value, or the part of it span picks from its length (nil: all of it),
+// and calls fn with it. It serves chunked values, whose chunks fn reads as it streams them
+// (Value.Each), their segments pinned meanwhile so that no collection can take them away; it
+// serves plain ones too, which it may meet when the value changed since the caller looked. It
+// reports whether the key exists and returns the read's error or fn's; it counts no hit or
+// miss. se is made to wait for what the reply depends on.
+func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []byte, span func(n int) (int, int), fn func(v Value, m Meta) error) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		var p pendingRead
 		s.mu.RLock()
+		dep := s.depLocked(h)
 		i, _, ok := s.ix.find(uint32(h), db, key)
 		if !ok {
 			s.mu.RUnlock()
+			ks.noteDep(se, s, dep)
 			return false, nil
 		}
 		e := s.ix.entry(i)
 		if e.expired(ks.opts.Now()) {
 			s.mu.RUnlock()
 			ks.expireKey(s, h, db, key)
+			ks.noteDep(se, s, dep)
 			return false, nil
 		}
 		m := e.metaOf()
 		mloc := e.loc()
 		s.prepareLocked(&p, e, db, key)
 		s.mu.RUnlock()
+		ks.noteDep(se, s, dep)
 		if p.ready {
 			reads := [1]*vlog.Read{&p.rd}
 			vlog.Submit(ks.opts.Engine, reads[:])
@@ -607,7 +614,7 @@ func (ks *Keyspace) readSlow(s *shard, h uint64, db uint8, key []byte, span func
 			if span != nil {
 				from, to = span(len(val))
 			}
-			fn(val[from:to], m)
+			err = fn(Value{Len: to - from, whole: val[from:to]}, m)
 		}
 		var man *manifest
 		if err == nil && p.chunked {
@@ -625,22 +632,53 @@ func (ks *Keyspace) readSlow(s *shard, h uint64, db uint8, key []byte, span func
 		if err != nil || !p.chunked {
 			return true, err
 		}
+		unpin, ok := ks.pinChunks(man)
+		if !ok {
+			if attempt < readRetries && ks.moved(s, h, db, key, mloc) {
+				ks.stats.moved.Add(1)
+				continue // a collection moved the chunks and dropped their segment: look again
+			}
+			return true, ks.readErr(fmt.Errorf("%w: a segment the manifest of %q names is gone", vlog.ErrCorrupt, key))
+		}
 		from, to := 0, m.Len
 		if span != nil {
 			from, to = span(m.Len)
 		}
-		buf := make([]byte, to-from)
-		err = ks.readValueRange(man, int64(from), int64(to), buf)
-		if errors.Is(err, vlog.ErrSegmentGone) && attempt < readRetries && ks.moved(s, h, db, key, mloc) {
-			ks.stats.moved.Add(1)
-			continue // a collection moved the chunks and dropped their segment: look again
-		}
-		if err != nil {
-			return true, err
-		}
-		fn(buf, m)
-		return true, nil
+		err = fn(Value{Len: to - from, ks: ks, man: man, from: int64(from), to: int64(to)}, m)
+		unpin()
+		return true, err
 	}
+}
+
+// pinChunks keeps the segments holding m's chunks while a reader streams them
+// (vlog.Log.PinSegments). It reports false when one is gone already.
+func (ks *Keyspace) pinChunks(m *manifest) (func(), bool) {
+	bySeg := map[uint16][]uint32{}
+	for _, cl := range m.locs {
+		if int(cl.shard) >= len(ks.shards) {
+			return nil, false
+		}
+		ids := bySeg[cl.shard]
+		if len(ids) == 0 || ids[len(ids)-1] != cl.loc.Seg {
+			bySeg[cl.shard] = append(ids, cl.loc.Seg)
+		}
+	}
+	var unpins []func()
+	release := func() {
+		for _, u := range unpins {
+			u()
+		}
+	}
+	for shard, ids := range bySeg {
+		slices.Sort(ids)
+		u, ok := ks.logOf(shard).PinSegments(slices.Compact(ids))
+		if !ok {
+			release()
+			return nil, false
+		}
+		unpins = append(unpins, u)
+	}
+	return release, true
 }
 
 // moved reports whether key's entry no longer points at the record at loc.
@@ -653,11 +691,12 @@ func (ks *Keyspace) moved(s *shard, h uint64, db uint8, key []byte, loc uint64) 
 
 // GetRange reads part of a key's value and calls fn with it: span gets the value's length and
 // returns the byte range [from, to) to read (0 <= from <= to <= length). Of a chunked value only
-// the chunks overlapping the range are read. It reports whether the key exists; an expired key
-// does not.
-func (ks *Keyspace) GetRange(db int, key []byte, span func(n int) (from, to int), fn func(part []byte, m Meta)) (bool, error) {
+// the chunks overlapping the range are read, as fn streams them. It reports whether the key
+// exists (an expired key does not) and returns the read's error or fn's. se (nil: none) is made
+// to wait for what the reply depends on.
+func (ks *Keyspace) GetRange(se *Session, db int, key []byte, span func(n int) (from, to int), fn func(v Value, m Meta) error) (bool, error) {
 	h := ks.hash(uint8(db), key)
-	found, err := ks.readSlow(ks.shardOf(h), h, uint8(db), key, span, fn)
+	found, err := ks.readValue(se, ks.shardOf(h), h, uint8(db), key, span, fn)
 	if found {
 		ks.stats.hits.Add(1)
 	} else {

@@ -67,7 +67,7 @@ func modelWriteAt(v []byte, off int, patch []byte) []byte {
 func getRange(t testing.TB, ks *Keyspace, db int, key string, from, to int) ([]byte, bool) {
 	t.Helper()
 	var got []byte
-	ok, err := ks.GetRange(db, []byte(key), func(n int) (int, int) {
+	ok, err := ks.getRangeBytes(db, []byte(key), func(n int) (int, int) {
 		f := min(from, n)
 		return f, max(f, min(to, n))
 	}, func(part []byte, _ Meta) { got = append([]byte(nil), part...) })
@@ -88,7 +88,7 @@ func checkChunkedModel(t *testing.T, ks *Keyspace, model map[string][]byte, rng 
 		if !ok || got != string(v) || m.Len != len(v) {
 			t.Fatalf("%s: %q = %d bytes (present %v, Len %d), want %d bytes %q", when, k, len(got), ok, m.Len, len(v), short(string(v)))
 		}
-		if lm, _ := ks.Lookup(0, []byte(k)); lm.Len != len(v) {
+		if lm, _ := ks.Lookup(nil, 0, []byte(k)); lm.Len != len(v) {
 			t.Fatalf("%s: Lookup(%q).Len = %d, want %d", when, k, lm.Len, len(v))
 		}
 		if c := isChunked(ks, 0, k); c != (len(v) > ks.opts.chunkMin) {
@@ -112,7 +112,7 @@ func checkChunkedModel(t *testing.T, ks *Keyspace, model map[string][]byte, rng 
 		}
 	}
 	var n int
-	ks.Keys(0, func([]byte, Meta) { n++ })
+	ks.Keys(nil, 0, func([]byte, Meta) { n++ })
 	if n != len(model) {
 		t.Fatalf("%s: %d keys, want %d", when, n, len(model))
 	}
@@ -367,7 +367,7 @@ func TestChunkedEngineCounters(t *testing.T) {
 	t.Logf("100 MB value: %d chunks, manifest record %d bytes, chunk record %d", chunkCount(n, ChunkSize), manRec, chunkRec)
 
 	reads, bytesRead, _ := engineDelta(ks, func() {
-		if m, ok := ks.Lookup(0, []byte(key)); !ok || m.Len != n {
+		if m, ok := ks.Lookup(nil, 0, []byte(key)); !ok || m.Len != n {
 			t.Fatalf("STRLEN: %+v %v", m, ok)
 		}
 	})
@@ -790,7 +790,7 @@ func TestChunkedReclaimFreesSpace(t *testing.T) {
 	mustClose(t, ks)
 	ks = mustOpen(t, opts)
 	defer mustClose(t, ks)
-	if n := ks.DBSize(0); n != 0 {
+	if n := ks.DBSize(nil, 0); n != 0 {
 		t.Fatalf("%d keys came back: %v", n, keysOf(ks, 0))
 	}
 }
@@ -889,9 +889,9 @@ func TestChunkedConcurrentReads(t *testing.T) {
 				var err error
 				switch i % 3 {
 				case 0:
-					_, err = ks.Get(0, []byte(k), func(v []byte, _ Meta) { got = append([]byte(nil), v...) })
+					_, err = ks.getBytes(0, []byte(k), func(v []byte, _ Meta) { got = append([]byte(nil), v...) })
 				case 1:
-					_, err = ks.GetRange(0, []byte(k), func(n int) (int, int) { return n / 3, n }, func(v []byte, _ Meta) { got = append([]byte(nil), v...) })
+					_, err = ks.getRangeBytes(0, []byte(k), func(n int) (int, int) { return n / 3, n }, func(v []byte, _ Meta) { got = append([]byte(nil), v...) })
 				default:
 					err = ks.Update(ks.NewSession(), []Key{{Key: []byte(k)}}, func(tx *Tx) error {
 						v, _, err := tx.Value(0)
@@ -1019,10 +1019,10 @@ func TestChunkedCorruptChunkNotServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := ks.Get(0, []byte("k"), func([]byte, Meta) { t.Fatal("corrupt value served") }); !errors.Is(err, ErrCorrupt) {
+	if _, err := ks.getBytes(0, []byte("k"), func([]byte, Meta) { t.Fatal("corrupt value served") }); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("GET of a value with a corrupt chunk: %v", err)
 	}
-	if _, err := ks.GetRange(0, []byte("k"), func(int) (int, int) { return 50, 52 }, func([]byte, Meta) { t.Fatal("corrupt bytes served") }); !errors.Is(err, ErrCorrupt) {
+	if _, err := ks.getRangeBytes(0, []byte("k"), func(int) (int, int) { return 50, 52 }, func([]byte, Meta) { t.Fatal("corrupt bytes served") }); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("GETRANGE over the corrupt chunk: %v", err)
 	}
 	if got, _ := getRange(t, ks, 0, "k", 100, 140); string(got) != val[100:140] {
@@ -1071,9 +1071,9 @@ func TestChunkedReadAfterMove(t *testing.T) {
 			var err error
 			switch op {
 			case "get":
-				_, err = ks.Get(0, []byte("k"), func(v []byte, _ Meta) { got = string(v) })
+				_, err = ks.getBytes(0, []byte("k"), func(v []byte, _ Meta) { got = string(v) })
 			case "getrange":
-				_, err = ks.GetRange(0, []byte("k"), func(n int) (int, int) { return 5, n - 5 }, func(v []byte, _ Meta) { got = string(v) })
+				_, err = ks.getRangeBytes(0, []byte("k"), func(n int) (int, int) { return 5, n - 5 }, func(v []byte, _ Meta) { got = string(v) })
 				want = val[5 : len(val)-5]
 			case "value":
 				err = ks.Update(se, []Key{{Key: []byte("k")}}, func(tx *Tx) error {

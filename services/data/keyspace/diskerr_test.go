@@ -136,7 +136,7 @@ func testWriteErrDiskFull(t *testing.T, ops []vfs.Op, background bool) {
 		for _, k := range failed {
 			wantMissing(t, ks, 0, k)
 		}
-		if n := ks.DBSize(0); n != int64(len(want)) {
+		if n := ks.DBSize(nil, 0); n != int64(len(want)) {
 			t.Fatalf("%s: DBSize = %d, want %d", when, n, len(want))
 		}
 	}
@@ -202,11 +202,11 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	f.Close()
 
 	served := false
-	_, err = ks.Get(0, []byte("k"), func([]byte, Meta) { served = true })
+	_, err = ks.getBytes(0, []byte("k"), func([]byte, Meta) { served = true })
 	if !errors.Is(err, ErrCorrupt) || served {
 		t.Fatalf("Get of a corrupt record: err %v, served %v", err, served)
 	}
-	ks.MGet(0, [][]byte{[]byte("k"), []byte("fill0")}, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("fill0")}, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if i == 0 && (ok || !errors.Is(err, ErrCorrupt)) {
 			t.Fatalf("MGet of a corrupt record: %q, %v, %v", val, ok, err)
 		}

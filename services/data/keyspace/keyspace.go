@@ -153,6 +153,9 @@ type shard struct {
 	// objs maps the object ids of the chunked values whose manifests this shard holds to their
 	// keys, for the collector (chunked.go).
 	objs map[uint64][]objKey
+	// recent is, per slot of key hashes, the LSN of the newest record that changed a key of the
+	// slot (durable.go). Written under the write lock, read under the read lock.
+	recent [recentSlots]uint64
 	// loaded says Open loaded a checkpoint into the index (during Open only).
 	loaded bool
 }
@@ -521,24 +524,37 @@ func (ks *Keyspace) WriteErr() error {
 	return nil
 }
 
-// Session tracks what one connection must wait for before it replies.
+// Session tracks what one connection must wait for before it replies: the records it wrote,
+// and those the keys it read depend on (durable.go).
 type Session struct {
 	ks      *Keyspace
-	pending []uint64 // per shard: highest LSN produced and not yet waited for
+	pending []uint64 // per shard: highest LSN to wait for and not yet waited for
+	tx      []bool   // per shard: the wait covers transactions' other parts too
 	dirty   []int
+	notes   uint64
 }
 
 // NewSession returns a session for one connection.
 func (ks *Keyspace) NewSession() *Session {
-	return &Session{ks: ks, pending: make([]uint64, len(ks.shards))}
+	return &Session{ks: ks, pending: make([]uint64, len(ks.shards)), tx: make([]bool, len(ks.shards))}
 }
 
-func (se *Session) note(shard int, lsn uint64) {
+func (se *Session) note(shard int, lsn uint64) { se.noteTx(shard, lsn, false) }
+
+// noteTx adds lsn of shard to what the session waits for; tx says the wait must also cover the
+// other parts of the transactions up to it.
+func (se *Session) noteTx(shard int, lsn uint64, tx bool) {
 	if se.pending[shard] == 0 {
 		se.dirty = append(se.dirty, shard)
 	}
 	se.pending[shard] = max(se.pending[shard], lsn)
+	se.tx[shard] = se.tx[shard] || tx
+	se.notes++
 }
+
+// Notes counts what the session was given to wait for since it was made. A caller compares it
+// before and after a command to know whether the command's reply depends on the next wait.
+func (se *Session) Notes() uint64 { return se.notes }
 
 // Dirty reports whether the session has writes not yet waited for.
 func (se *Session) Dirty() bool { return len(se.dirty) > 0 }
@@ -549,10 +565,17 @@ func (se *Session) Wait() error {
 	var first error
 	sync := se.ks.Fsync() == vlog.FsyncAlways
 	for _, i := range se.dirty {
-		if err := se.ks.shards[i].log.Flush(se.pending[i], sync); err != nil && first == nil {
+		l := se.ks.shards[i].log
+		var err error
+		if se.tx[i] {
+			err = l.FlushTx(se.pending[i], sync)
+		} else {
+			err = l.Flush(se.pending[i], sync)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
-		se.pending[i] = 0
+		se.pending[i], se.tx[i] = 0, false
 	}
 	se.dirty = se.dirty[:0]
 	return first

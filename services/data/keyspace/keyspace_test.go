@@ -87,7 +87,7 @@ func getString(t testing.TB, ks *Keyspace, db int, key string) (string, Meta, bo
 	t.Helper()
 	var val string
 	var meta Meta
-	ok, err := ks.Get(db, []byte(key), func(v []byte, m Meta) {
+	ok, err := ks.getBytes(db, []byte(key), func(v []byte, m Meta) {
 		val, meta = string(v), m
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func keyInShard(n, db, shard int, prefix string) string {
 // keysOf returns the sorted keys Keys reports for db.
 func keysOf(ks *Keyspace, db int) []string {
 	var out []string
-	ks.Keys(db, func(key []byte, _ Meta) { out = append(out, string(key)) })
+	ks.Keys(nil, db, func(key []byte, _ Meta) { out = append(out, string(key)) })
 	sort.Strings(out)
 	return out
 }
@@ -193,7 +193,7 @@ func TestPutGetLookup(t *testing.T) {
 	ks := mustOpen(t, opts)
 	se := ks.NewSession()
 
-	if _, ok := ks.Lookup(0, []byte("a")); ok {
+	if _, ok := ks.Lookup(nil, 0, []byte("a")); ok {
 		t.Fatal("Lookup of a missing key reported it present")
 	}
 	wantMissing(t, ks, 0, "a")
@@ -206,7 +206,7 @@ func TestPutGetLookup(t *testing.T) {
 		t.Fatal("session not dirty after a put")
 	}
 	wantValue(t, ks, 0, "a", "1")
-	m1, ok := ks.Lookup(0, []byte("a"))
+	m1, ok := ks.Lookup(nil, 0, []byte("a"))
 	if !ok || m1.Type != TypeString || m1.Len != 1 || m1.ExpireAt != 0 {
 		t.Fatalf("Lookup = %+v, %v", m1, ok)
 	}
@@ -258,7 +258,7 @@ func TestPutGetLookup(t *testing.T) {
 	mustPut(t, ks, se, 0, "never", "gone", clk.Now()-1)
 	wantMissing(t, ks, 0, "never")
 
-	if n := ks.DBSize(0); n != 4 {
+	if n := ks.DBSize(nil, 0); n != 4 {
 		t.Fatalf("DBSize(0) = %d, want 4", n)
 	}
 	mustClose(t, ks)
@@ -314,7 +314,7 @@ func TestMGet(t *testing.T) {
 	want[40], want[41] = want[0], want[1]
 	clk.Advance(100)
 	seen := 0
-	ks.MGet(0, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if i != seen {
 			t.Fatalf("MGet called for %d, want %d (in order)", i, seen)
 		}
@@ -331,7 +331,7 @@ func TestMGet(t *testing.T) {
 		t.Fatalf("MGet called fn %d times for %d keys", seen, len(keys))
 	}
 	// Another database sees none of them.
-	ks.MGet(3, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(3, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if ok || err != nil {
 			t.Fatalf("MGet db 3 %q = %q, %v, %v", keys[i], val, ok, err)
 		}
@@ -405,7 +405,7 @@ func TestUpdateTxOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, ok := ks.Lookup(0, []byte("a")); !ok || m.ExpireAt != exp2 {
+	if m, ok := ks.Lookup(nil, 0, []byte("a")); !ok || m.ExpireAt != exp2 {
 		t.Fatalf("Lookup after SetExpire = %+v, %v", m, ok)
 	}
 	// SetExpire(0) persists.
@@ -419,7 +419,7 @@ func TestUpdateTxOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, ok := ks.Lookup(0, []byte("a")); !ok || m.ExpireAt != 0 {
+	if m, ok := ks.Lookup(nil, 0, []byte("a")); !ok || m.ExpireAt != 0 {
 		t.Fatalf("Lookup after persist = %+v, %v", m, ok)
 	}
 	// SetExpire in the past deletes.
@@ -769,7 +769,7 @@ func TestExpiryLazy(t *testing.T) {
 	exp := clk.After(1000)
 	mustPut(t, ks, se, 0, "k", "v", exp)
 	mustPut(t, ks, se, 0, "keep", "v", 0)
-	if m, ok := ks.Lookup(0, []byte("k")); !ok || m.ExpireAt != exp {
+	if m, ok := ks.Lookup(nil, 0, []byte("k")); !ok || m.ExpireAt != exp {
 		t.Fatalf("Lookup = %+v, %v", m, ok)
 	}
 	if info := ks.Info()[0]; info.Keys != 2 || info.Expires != 1 {
@@ -779,10 +779,10 @@ func TestExpiryLazy(t *testing.T) {
 	wantValue(t, ks, 0, "k", "v")
 	clk.Advance(1)
 	wantMissing(t, ks, 0, "k")
-	if _, ok := ks.Lookup(0, []byte("k")); ok {
+	if _, ok := ks.Lookup(nil, 0, []byte("k")); ok {
 		t.Fatal("Lookup returned an expired key")
 	}
-	ks.MGet(0, [][]byte{[]byte("k"), []byte("keep")}, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("keep")}, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if err != nil || ok != (i == 1) {
 			t.Fatalf("MGet %d = %q, %v, %v", i, val, ok, err)
 		}
@@ -797,7 +797,7 @@ func TestExpiryLazy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Lazy expiry removed it: counts drop, and the counter says one key expired.
-	if n := ks.DBSize(0); n != 1 {
+	if n := ks.DBSize(nil, 0); n != 1 {
 		t.Fatalf("DBSize after lazy expiry = %d, want 1", n)
 	}
 	if info := ks.Info()[0]; info.Keys != 1 || info.Expires != 0 {
@@ -808,7 +808,7 @@ func TestExpiryLazy(t *testing.T) {
 	}
 	// A new put of the key starts without a TTL.
 	mustPut(t, ks, se, 0, "k", "again", 0)
-	if m, ok := ks.Lookup(0, []byte("k")); !ok || m.ExpireAt != 0 {
+	if m, ok := ks.Lookup(nil, 0, []byte("k")); !ok || m.ExpireAt != 0 {
 		t.Fatalf("Lookup after re-put = %+v, %v", m, ok)
 	}
 }
@@ -842,9 +842,9 @@ func TestExpiryActive(t *testing.T) {
 	}
 	clk.Advance(1500)
 	removed := 0
-	for round := 0; ks.DBSize(0)+ks.DBSize(1) > long+none; round++ {
+	for round := 0; ks.DBSize(nil, 0)+ks.DBSize(nil, 1) > long+none; round++ {
 		if round > 1000 {
-			t.Fatalf("active expiry stalled at %d keys", ks.DBSize(0)+ks.DBSize(1))
+			t.Fatalf("active expiry stalled at %d keys", ks.DBSize(nil, 0)+ks.DBSize(nil, 1))
 		}
 		for _, s := range ks.shards {
 			removed += ks.expireShard(s)
@@ -902,19 +902,19 @@ func TestExpiryChangesSurviveRestart(t *testing.T) {
 	}
 	check := func(ks *Keyspace, when string) {
 		t.Helper()
-		if m, ok := ks.Lookup(0, []byte("persisted")); !ok || m.ExpireAt != 0 {
+		if m, ok := ks.Lookup(nil, 0, []byte("persisted")); !ok || m.ExpireAt != 0 {
 			t.Errorf("%s: persisted key: %+v, %v; want present without TTL", when, m, ok)
 		}
-		if m, ok := ks.Lookup(0, []byte("extended")); !ok || m.ExpireAt != t0+10_000 {
+		if m, ok := ks.Lookup(nil, 0, []byte("extended")); !ok || m.ExpireAt != t0+10_000 {
 			t.Errorf("%s: extended key: %+v, %v; want present until %d", when, m, ok, t0+10_000)
 		}
-		if _, ok := ks.Lookup(0, []byte("shortened")); ok {
+		if _, ok := ks.Lookup(nil, 0, []byte("shortened")); ok {
 			t.Errorf("%s: shortened key present", when)
 		}
-		if _, ok := ks.Lookup(0, []byte("plain")); ok {
+		if _, ok := ks.Lookup(nil, 0, []byte("plain")); ok {
 			t.Errorf("%s: expired key present", when)
 		}
-		if n := ks.DBSize(0); n != 2 {
+		if n := ks.DBSize(nil, 0); n != 2 {
 			t.Errorf("%s: DBSize = %d, want 2", when, n)
 		}
 		if info := ks.Info()[0]; info.Keys != 2 || info.Expires != 1 {
@@ -999,7 +999,7 @@ func TestScanGuarantee(t *testing.T) {
 		calls := 0
 		for {
 			count := 1 + calls%37
-			cursor = ks.Scan(0, cursor, count, func(key []byte, m Meta) {
+			cursor = ks.Scan(nil, 0, cursor, count, func(key []byte, m Meta) {
 				k := string(key)
 				if strings.HasPrefix(k, "churn1-") || strings.HasPrefix(k, "expired") {
 					t.Errorf("scan of db 0 returned %q", k)
@@ -1039,7 +1039,7 @@ func TestScanGuarantee(t *testing.T) {
 	// An empty db: no keys, and the iteration ends (possibly after empty pages, as in Redis).
 	var c uint64
 	for calls := 0; ; calls++ {
-		c = ks.Scan(5, c, 10, func([]byte, Meta) { t.Fatal("scan of an empty db returned a key") })
+		c = ks.Scan(nil, 5, c, 10, func([]byte, Meta) { t.Fatal("scan of an empty db returned a key") })
 		if c == 0 {
 			break
 		}
@@ -1093,7 +1093,7 @@ func TestRandomKey(t *testing.T) {
 	ks := mustOpen(t, testOpts(vfs.NewMem(), clk))
 	defer ks.Close()
 	se := ks.NewSession()
-	if k := ks.RandomKey(0); k != nil {
+	if k := ks.RandomKey(nil, 0); k != nil {
 		t.Fatalf("RandomKey of an empty keyspace = %q", k)
 	}
 	// Sparse: one key in db 2 while db 0 is big.
@@ -1104,14 +1104,14 @@ func TestRandomKey(t *testing.T) {
 	}
 	mustPut(t, ks, se, 2, "lonely", "v", 0)
 	for i := 0; i < 20; i++ {
-		if k := ks.RandomKey(2); string(k) != "lonely" {
+		if k := ks.RandomKey(nil, 2); string(k) != "lonely" {
 			t.Fatalf("RandomKey(2) = %q, want lonely", k)
 		}
-		if k := ks.RandomKey(0); !strings.HasPrefix(string(k), "big") {
+		if k := ks.RandomKey(nil, 0); !strings.HasPrefix(string(k), "big") {
 			t.Fatalf("RandomKey(0) = %q", k)
 		}
 	}
-	if k := ks.RandomKey(1); k != nil {
+	if k := ks.RandomKey(nil, 1); k != nil {
 		t.Fatalf("RandomKey of an empty db = %q", k)
 	}
 	// Mostly expired (and not yet removed): never an expired key.
@@ -1126,7 +1126,7 @@ func TestRandomKey(t *testing.T) {
 	}
 	clk.Advance(10)
 	for i := 0; i < 200; i++ {
-		k := ks.RandomKey(3)
+		k := ks.RandomKey(nil, 3)
 		if !live[string(k)] {
 			t.Fatalf("RandomKey(3) = %q, want one of the live keys", k)
 		}
@@ -1141,7 +1141,7 @@ func TestRandomKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(10)
-	if k := ks.RandomKey(4); k != nil {
+	if k := ks.RandomKey(nil, 4); k != nil {
 		t.Fatalf("RandomKey of a db of expired keys = %q", k)
 	}
 }
@@ -1168,11 +1168,11 @@ func TestDBSizeAndInfo(t *testing.T) {
 		if len(info) != opts.Databases {
 			t.Fatalf("%s: Info has %d databases", when, len(info))
 		}
-		if ks.DBSize(0) != keys0 || info[0].Keys != keys0 || info[0].Expires != exp0 {
-			t.Fatalf("%s: db 0 size %d info %+v, want %d keys %d expires", when, ks.DBSize(0), info[0], keys0, exp0)
+		if ks.DBSize(nil, 0) != keys0 || info[0].Keys != keys0 || info[0].Expires != exp0 {
+			t.Fatalf("%s: db 0 size %d info %+v, want %d keys %d expires", when, ks.DBSize(nil, 0), info[0], keys0, exp0)
 		}
-		if ks.DBSize(5) != keys5 || info[5].Keys != keys5 || info[5].Expires != 0 {
-			t.Fatalf("%s: db 5 size %d info %+v, want %d keys", when, ks.DBSize(5), info[5], keys5)
+		if ks.DBSize(nil, 5) != keys5 || info[5].Keys != keys5 || info[5].Expires != 0 {
+			t.Fatalf("%s: db 5 size %d info %+v, want %d keys", when, ks.DBSize(nil, 5), info[5], keys5)
 		}
 		var total int64
 		for db := range info {
@@ -1239,13 +1239,13 @@ func TestFlushDB(t *testing.T) {
 	mustPut(t, ks, se, 1, "k5", "after flush", 0)
 	check := func(ks *Keyspace, when string) {
 		t.Helper()
-		if n := ks.DBSize(1); n != 1 {
+		if n := ks.DBSize(nil, 1); n != 1 {
 			t.Fatalf("%s: DBSize(1) = %d, want 1", when, n)
 		}
 		wantValue(t, ks, 1, "k5", "after flush")
 		wantMissing(t, ks, 1, "k6")
 		for _, db := range []int{0, 2} {
-			if n := ks.DBSize(db); n != 300 {
+			if n := ks.DBSize(nil, db); n != 300 {
 				t.Fatalf("%s: DBSize(%d) = %d, want 300", when, db, n)
 			}
 			for i := 0; i < 300; i += 29 {
@@ -1299,11 +1299,11 @@ func TestFlushAll(t *testing.T) {
 		}
 	}
 	for db := 0; db < opts.Databases; db++ {
-		if n := ks.DBSize(db); n != 0 {
+		if n := ks.DBSize(nil, db); n != 0 {
 			t.Fatalf("DBSize(%d) = %d after FLUSHALL", db, n)
 		}
 	}
-	if k := ks.RandomKey(0); k != nil {
+	if k := ks.RandomKey(nil, 0); k != nil {
 		t.Fatalf("RandomKey after FLUSHALL = %q", k)
 	}
 	crashedEmpty := mem.CrashClone()
@@ -1313,7 +1313,7 @@ func TestFlushAll(t *testing.T) {
 		t.Helper()
 		var n int64
 		for db := 0; db < 3; db++ {
-			n += ks.DBSize(db)
+			n += ks.DBSize(nil, db)
 			if got := keysOf(ks, db); len(got) > 0 && !(db == 1 && wantNew && len(got) == 1) {
 				t.Fatalf("%s: db %d has keys %v", when, db, got[:min(len(got), 5)])
 			}
@@ -1369,7 +1369,55 @@ func TestShardCountIsPartOfTheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ks.Close()
-	if found, err := ks.Get(0, []byte("k"), func([]byte, Meta) {}); !found || err != nil {
+	if found, err := ks.getBytes(0, []byte("k"), func([]byte, Meta) {}); !found || err != nil {
 		t.Fatalf("key lost: %v %v", found, err)
 	}
+}
+
+// valueBytes assembles a value from its pieces, as a streaming reply would read it.
+func valueBytes(v Value) ([]byte, error) {
+	out := make([]byte, 0, v.Len)
+	err := v.Each(func(p []byte) error {
+		out = append(out, p...)
+		return nil
+	})
+	if err == nil && len(out) != v.Len {
+		err = fmt.Errorf("value of %d bytes streamed as %d", v.Len, len(out))
+	}
+	return out, err
+}
+
+// getBytes is Get with the value read whole (through Value.Each).
+func (ks *Keyspace) getBytes(db int, key []byte, fn func(val []byte, m Meta)) (bool, error) {
+	return ks.Get(nil, db, key, func(v Value, m Meta) error {
+		b, err := valueBytes(v)
+		if err == nil {
+			fn(b, m)
+		}
+		return err
+	})
+}
+
+// getRangeBytes is GetRange with the part read whole.
+func (ks *Keyspace) getRangeBytes(db int, key []byte, span func(n int) (int, int), fn func(part []byte, m Meta)) (bool, error) {
+	return ks.GetRange(nil, db, key, span, func(v Value, m Meta) error {
+		b, err := valueBytes(v)
+		if err == nil {
+			fn(b, m)
+		}
+		return err
+	})
+}
+
+// mgetBytes is MGet with every value read whole.
+func (ks *Keyspace) mgetBytes(db int, keys [][]byte, fn func(i int, val []byte, m Meta, ok bool, err error)) {
+	ks.MGet(nil, db, keys, func(i int, v Value, m Meta, ok bool, err error) error {
+		var b []byte
+		if ok && err == nil {
+			b, err = valueBytes(v)
+			ok = err == nil
+		}
+		fn(i, b, m, ok, err)
+		return nil
+	}, nil)
 }

@@ -627,7 +627,7 @@ func (w *workload) opGetRange() {
 	}
 	w.notef("getrange %v %d %d", k, a, b)
 	var got string
-	ok, err := w.ks.GetRange(k.db, []byte(k.key), span, func(part []byte, m Meta) {
+	ok, err := w.ks.getRangeBytes(k.db, []byte(k.key), span, func(part []byte, m Meta) {
 		got = string(part)
 		if m.Type != TypeString {
 			w.fatalf("getrange %v: type %d", k, m.Type)
@@ -759,7 +759,7 @@ func (w *workload) opMGet() {
 	}
 	w.notef("mget db %d %q", db, keys)
 	calls := 0
-	w.ks.MGet(db, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	w.ks.mgetBytes(db, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
 		calls++
 		k := dbKey{db, string(keys[i])}
 		if err != nil {
@@ -785,11 +785,11 @@ func (w *workload) opFlushDB() {
 		w.emit(change{shard: s, kind: chFlushDB, k: dbKey{db: db}})
 	}
 	for db2 := range w.opts.Databases {
-		if db2 != db && w.ks.DBSize(db2) < int64(len(w.visibleKeys(db2))) {
+		if db2 != db && w.ks.DBSize(nil, db2) < int64(len(w.visibleKeys(db2))) {
 			w.fatalf("flushdb %d: db %d lost keys", db, db2)
 		}
 	}
-	if n := w.ks.DBSize(db); n != 0 {
+	if n := w.ks.DBSize(nil, db); n != 0 {
 		w.fatalf("flushdb %d: %d keys left", db, n)
 	}
 }
@@ -805,7 +805,7 @@ func (w *workload) opFlushAll() {
 	// FLUSHALL syncs every shard's log: everything before it and the flush itself are durable.
 	w.durable = len(w.changes)
 	for db := range w.opts.Databases {
-		if n := w.ks.DBSize(db); n != 0 {
+		if n := w.ks.DBSize(nil, db); n != 0 {
 			w.fatalf("flushall: db %d has %d keys", db, n)
 		}
 	}
@@ -817,7 +817,7 @@ func (w *workload) checkKey(k dbKey) {
 	want, wok := w.get(k)
 	var val string
 	var meta Meta
-	ok, err := w.ks.Get(k.db, []byte(k.key), func(v []byte, m Meta) { val, meta = string(v), m })
+	ok, err := w.ks.getBytes(k.db, []byte(k.key), func(v []byte, m Meta) { val, meta = string(v), m })
 	if err != nil {
 		w.fatalf("get %v: %v", k, err)
 	}
@@ -825,7 +825,7 @@ func (w *workload) checkKey(k dbKey) {
 		w.fatalf("get %v: present %v, model %v (%v)", k, ok, wok, want)
 	}
 	if !ok {
-		if _, lok := w.ks.Lookup(k.db, []byte(k.key)); lok {
+		if _, lok := w.ks.Lookup(nil, k.db, []byte(k.key)); lok {
 			w.fatalf("lookup %v: present, model missing", k)
 		}
 		return
@@ -834,7 +834,7 @@ func (w *workload) checkKey(k dbKey) {
 	if got != want || meta.Len != len(val) || meta.Type != TypeString {
 		w.fatalf("get %v = %v (meta %+v), model %v", k, got, meta, want)
 	}
-	if lm, lok := w.ks.Lookup(k.db, []byte(k.key)); !lok || lm.ExpireAt != want.exp || lm.Len != len(want.val) {
+	if lm, lok := w.ks.Lookup(nil, k.db, []byte(k.key)); !lok || lm.ExpireAt != want.exp || lm.Len != len(want.val) {
 		w.fatalf("lookup %v = %+v, %v; model %v", k, lm, lok, want)
 	}
 }
@@ -859,7 +859,7 @@ func (w *workload) fullCheck(exact bool) {
 	for db := range w.opts.Databases {
 		want := w.visibleKeys(db)
 		var got []string
-		w.ks.Keys(db, func(key []byte, _ Meta) { got = append(got, string(key)) })
+		w.ks.Keys(nil, db, func(key []byte, _ Meta) { got = append(got, string(key)) })
 		sort.Strings(got)
 		if !slices.Equal(got, want) {
 			w.fatalf("db %d: keys differ from the model:\n%s", db, diffKeys(got, want))
@@ -867,7 +867,7 @@ func (w *workload) fullCheck(exact bool) {
 		for _, k := range want {
 			w.checkKey(dbKey{db, k})
 		}
-		n := w.ks.DBSize(db)
+		n := w.ks.DBSize(nil, db)
 		if n < int64(len(want)) || (exact && n != int64(len(want))) {
 			w.fatalf("db %d: DBSize %d, model %d keys (exact %v)", db, n, len(want), exact)
 		}
@@ -980,10 +980,10 @@ func stateOf(ks *Keyspace, dbs int) (map[dbKey]mval, error) {
 	st := map[dbKey]mval{}
 	for db := 0; db < dbs; db++ {
 		var keys []string
-		ks.Keys(db, func(k []byte, _ Meta) { keys = append(keys, string(k)) })
+		ks.Keys(nil, db, func(k []byte, _ Meta) { keys = append(keys, string(k)) })
 		for _, k := range keys {
 			var v mval
-			ok, err := ks.Get(db, []byte(k), func(val []byte, m Meta) { v = mval{string(val), m.ExpireAt} })
+			ok, err := ks.getBytes(db, []byte(k), func(val []byte, m Meta) { v = mval{string(val), m.ExpireAt} })
 			if err != nil {
 				return nil, fmt.Errorf("get %d/%q: %w", db, k, err)
 			}
@@ -1136,9 +1136,9 @@ func (w *workload) recoverAndCheck(fs vfs.FS, lo int) (*Keyspace, map[dbKey]mval
 				n++
 			}
 		}
-		if ks.DBSize(db) != n {
+		if ks.DBSize(nil, db) != n {
 			ks.Close()
-			w.fatalf("after crash: DBSize(%d) = %d, recovered %d keys", db, ks.DBSize(db), n)
+			w.fatalf("after crash: DBSize(%d) = %d, recovered %d keys", db, ks.DBSize(nil, db), n)
 		}
 	}
 	return ks, got

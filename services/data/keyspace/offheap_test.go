@@ -122,14 +122,14 @@ func TestIndexMemoryAccounting(t *testing.T) {
 		t.Fatalf("%d off-heap bytes left after Close", got)
 	}
 	// A closed keyspace is empty and refuses writes, touching no freed memory.
-	if _, ok := ks.Lookup(0, []byte("after")); ok {
+	if _, ok := ks.Lookup(nil, 0, []byte("after")); ok {
 		t.Fatal("Lookup after Close found a key")
 	}
 	if err := ks.Put(se, 0, []byte("new"), []byte("v"), 0, TypeString); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Put after Close: %v", err)
 	}
-	ks.Keys(0, func([]byte, Meta) { t.Fatal("Keys after Close visited a key") })
-	if ks.Stats().IndexBytes != 0 || ks.DBSize(0) != 0 {
+	ks.Keys(nil, 0, func([]byte, Meta) { t.Fatal("Keys after Close visited a key") })
+	if ks.Stats().IndexBytes != 0 || ks.DBSize(nil, 0) != 0 {
 		t.Fatal("closed keyspace reports keys or index memory")
 	}
 }

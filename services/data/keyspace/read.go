@@ -21,24 +21,29 @@ func (e *entry) metaOf() Meta {
 
 func (e *entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }
 
-// Lookup returns a key's metadata. An expired key is reported missing (and removed).
-func (ks *Keyspace) Lookup(db int, key []byte) (Meta, bool) {
+// Lookup returns a key's metadata. An expired key is reported missing (and removed). se (nil:
+// none) is made to wait for what the answer depends on (durable.go).
+func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 	h := ks.hash(uint8(db), key)
 	s := ks.shardOf(h)
 	s.mu.RLock()
+	dep := s.depLocked(h)
 	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
 	if !ok {
 		s.mu.RUnlock()
+		ks.noteDep(se, s, dep)
 		return Meta{}, false
 	}
 	e := s.ix.entry(i)
 	if e.expired(ks.opts.Now()) {
 		s.mu.RUnlock()
 		ks.expireKey(s, h, uint8(db), key)
+		ks.noteDep(se, s, dep)
 		return Meta{}, false
 	}
 	m := e.metaOf()
 	s.mu.RUnlock()
+	ks.noteDep(se, s, dep)
 	return m, true
 }
 
@@ -109,16 +114,77 @@ func (ks *Keyspace) readErr(err error) error {
 	return fmt.Errorf("keyspace: %w", err)
 }
 
-// Get reads a key's value and calls fn with it; val is valid only during fn. It reports whether
-// the key exists. An expired key does not exist.
-func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, error) {
+// Value is a key's value as a reader's callback gets it: Len bytes, in one piece or, for a
+// large (chunked) value, read from the SSD piece by piece as the callback asks (Each), so that
+// a reply can stream it without holding it whole. It is valid only during the callback.
+type Value struct {
+	Len   int
+	whole []byte
+	// A chunked value: bytes [from, to) of what man describes, its chunks' segments pinned.
+	ks       *Keyspace
+	man      *manifest
+	from, to int64
+}
+
+// Bytes returns the whole value; a chunked one is read into a new buffer.
+func (v Value) Bytes() ([]byte, error) {
+	if v.man == nil {
+		return v.whole, nil
+	}
+	buf := make([]byte, v.to-v.from)
+	if err := v.ks.readValueRange(v.man, v.from, v.to, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Each calls part with the value's bytes in order, in consecutive pieces (each valid during
+// its call), until the end or until part returns an error, which Each returns. A chunked value
+// is read readBatch chunks at a time, so a reader holds at most that much of it. An error after
+// some pieces were handed on (a chunk failed verification) leaves the caller with part of the
+// value: a reply must then be abandoned, not finished.
+func (v Value) Each(part func([]byte) error) error {
+	if v.man == nil {
+		if len(v.whole) == 0 {
+			return nil
+		}
+		return part(v.whole)
+	}
+	js := v.man.chunkRange(v.from, v.to)
+	for start := 0; start < len(js); start += readBatch {
+		batch := js[start:min(start+readBatch, len(js))]
+		var perr error
+		err := v.ks.readChunks(v.man, batch, func(i int, b []byte) {
+			if perr != nil {
+				return
+			}
+			cf, _ := v.man.span(batch[i])
+			lo, hi := max(v.from, cf), min(v.to, cf+int64(len(b)))
+			perr = part(b[lo-cf : hi-cf])
+		})
+		if perr != nil {
+			return perr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get reads a key's value and calls fn with it. It reports whether the key exists (an expired
+// key does not) and returns the error of the read, or fn's. se (nil: none) is made to wait for
+// what the reply depends on (durable.go).
+func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta) error) (bool, error) {
 	h := ks.hash(uint8(db), key)
 	s := ks.shardOf(h)
 	var p pendingRead
 	s.mu.RLock()
+	dep := s.depLocked(h)
 	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
 	if !ok {
 		s.mu.RUnlock()
+		ks.noteDep(se, s, dep)
 		ks.stats.misses.Add(1)
 		return false, nil
 	}
@@ -126,17 +192,19 @@ func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, 
 	if e.expired(ks.opts.Now()) {
 		s.mu.RUnlock()
 		ks.expireKey(s, h, uint8(db), key)
+		ks.noteDep(se, s, dep)
 		ks.stats.misses.Add(1)
 		return false, nil
 	}
 	if e.chunked() {
 		s.mu.RUnlock()
 		ks.stats.hits.Add(1)
-		return ks.readSlow(s, h, uint8(db), key, nil, fn)
+		return ks.readValue(se, s, h, uint8(db), key, nil, fn)
 	}
 	m := e.metaOf()
 	s.prepareLocked(&p, e, uint8(db), key)
 	s.mu.RUnlock()
+	ks.noteDep(se, s, dep)
 	ks.stats.hits.Add(1)
 	if p.ready {
 		reads := [1]*vlog.Read{&p.rd}
@@ -147,78 +215,114 @@ func (ks *Keyspace) Get(db int, key []byte, fn func(val []byte, m Meta)) (bool, 
 	if err != nil {
 		return true, err
 	}
-	fn(val, m)
-	return true, nil
+	return true, fn(Value{Len: len(val), whole: val}, m)
 }
 
-// MGet reads many keys with one batch of disk reads and calls fn for each key in order, with
-// ok false for a missing key and err set for a read that failed. val is valid only during fn.
-// Chunked values are read after the batch, each in batches of its own.
-func (ks *Keyspace) MGet(db int, keys [][]byte, fn func(i int, val []byte, m Meta, ok bool, err error)) {
-	ps := make([]pendingRead, len(keys))
-	found := make([]bool, len(keys))
-	metas := make([]Meta, len(keys))
-	var slow []bool
-	now := ks.opts.Now()
-	for k, key := range keys {
-		h := ks.hash(uint8(db), key)
-		s := ks.shardOf(h)
-		s.mu.RLock()
-		i, _, ok := s.ix.find(uint32(h), uint8(db), key)
-		if ok {
-			e := s.ix.entry(i)
-			if e.expired(now) {
-				s.mu.RUnlock()
-				ks.expireKey(s, h, uint8(db), key)
-				ks.stats.misses.Add(1)
-				continue
-			}
-			if e.chunked() {
-				if slow == nil {
-					slow = make([]bool, len(keys))
+// Bounds of one MGet batch: the keys whose records are read from the SSD together, and the
+// bytes of those records. What a batch reads is handed on, and its buffers given back, before
+// the next is read, so MGET of many keys or large values holds about mgetBytes of values,
+// whatever the client asked for.
+const (
+	mgetBatch = 128
+	mgetBytes = 4 << 20
+)
+
+// MGet reads many keys, a batch of disk reads at a time, and calls fn for each key in order,
+// with ok false for a missing key and err set for a read that failed; a chunked value comes as a
+// Value to stream (its chunks are read as fn asks for them). After each key it calls flush (when
+// not nil), which may hand the replies written so far to the client, and stops when flush
+// returns false. It returns the first error fn returned. se (nil: none) is made to wait for what
+// the replies depend on.
+func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
+	n := min(len(keys), mgetBatch)
+	ps := make([]pendingRead, n)
+	found := make([]bool, n)
+	slow := make([]bool, n)
+	metas := make([]Meta, n)
+	reads := make([]*vlog.Read, 0, n)
+	for start := 0; start < len(keys); {
+		now := ks.opts.Now()
+		end, bytes := start, int64(0)
+		for end < len(keys) && end-start < mgetBatch && bytes < mgetBytes {
+			k, key := end-start, keys[end]
+			ps[k], found[k], slow[k] = pendingRead{}, false, false
+			h := ks.hash(uint8(db), key)
+			s := ks.shardOf(h)
+			s.mu.RLock()
+			dep := s.depLocked(h)
+			i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+			if ok {
+				e := s.ix.entry(i)
+				switch {
+				case e.expired(now):
+					s.mu.RUnlock()
+					ks.expireKey(s, h, uint8(db), key)
+					s.mu.RLock()
+					ok = false
+				case e.chunked():
+					slow[k] = true
+				default:
+					s.prepareLocked(&ps[k], e, uint8(db), key)
+					bytes += int64(e.vlen)
 				}
-				slow[k] = true
+				if ok {
+					metas[k] = e.metaOf()
+				}
+			}
+			s.mu.RUnlock()
+			ks.noteDep(se, s, dep)
+			found[k] = ok
+			if ok {
+				ks.stats.hits.Add(1)
 			} else {
-				s.prepareLocked(&ps[k], e, uint8(db), key)
+				ks.stats.misses.Add(1)
 			}
-			found[k] = true
-			metas[k] = e.metaOf()
+			end++
 		}
-		s.mu.RUnlock()
-		if ok {
-			ks.stats.hits.Add(1)
-		} else {
-			ks.stats.misses.Add(1)
-		}
-	}
-	reads := make([]*vlog.Read, 0, len(keys))
-	for k := range ps {
-		if ps[k].ready {
-			reads = append(reads, &ps[k].rd)
-		}
-	}
-	vlog.Submit(ks.opts.Engine, reads)
-	for k := range keys {
-		if !found[k] {
-			fn(k, nil, Meta{}, false, nil)
-			continue
-		}
-		if slow != nil && slow[k] {
-			h := ks.hash(uint8(db), keys[k])
-			called := false
-			_, err := ks.readSlow(ks.shardOf(h), h, uint8(db), keys[k], nil, func(val []byte, m Meta) {
-				called = true
-				fn(k, val, m, true, nil)
-			})
-			if !called {
-				fn(k, nil, metas[k], false, err) // gone meanwhile (err nil), or failed
+		reads = reads[:0]
+		for k := range end - start {
+			if ps[k].ready {
+				reads = append(reads, &ps[k].rd)
 			}
-			continue
 		}
-		val, err := ks.value(&ps[k])
-		fn(k, val, metas[k], err == nil, err)
-		if ps[k].ready {
-			ps[k].rd.Release()
+		vlog.Submit(ks.opts.Engine, reads)
+		var ferr error
+		stopped := false
+		for k := range end - start {
+			i := start + k
+			if ferr == nil && !stopped {
+				switch {
+				case !found[k]:
+					ferr = fn(i, Value{}, Meta{}, false, nil)
+				case slow[k]:
+					h := ks.hash(uint8(db), keys[i])
+					called := false
+					var err error
+					_, err = ks.readValue(se, ks.shardOf(h), h, uint8(db), keys[i], nil, func(v Value, m Meta) error {
+						called = true
+						return fn(i, v, m, true, nil)
+					})
+					if !called {
+						ferr = fn(i, Value{}, metas[k], false, err) // gone meanwhile (err nil), or failed
+					} else {
+						ferr = err
+					}
+				default:
+					val, err := ks.value(&ps[k])
+					ferr = fn(i, Value{Len: len(val), whole: val}, metas[k], err == nil, err)
+				}
+				if ferr == nil && flush != nil && !flush() {
+					stopped = true
+				}
+			}
+			if ps[k].ready {
+				ps[k].rd.Release()
+			}
 		}
+		if ferr != nil || stopped {
+			return ferr
+		}
+		start = end
 	}
+	return nil
 }

@@ -222,7 +222,7 @@ func TestReclaimOverwriteBackground(t *testing.T) {
 		for k := 0; k < keys; k++ {
 			wantValue(t, ks, 0, fmt.Sprint("key", k), val(rounds-1, k))
 		}
-		if n := ks.DBSize(0); n != keys {
+		if n := ks.DBSize(nil, 0); n != keys {
 			t.Fatalf("DBSize %d, want %d", n, keys)
 		}
 	}
@@ -274,7 +274,7 @@ func TestReclaimDeletedAndExpired(t *testing.T) {
 		for ks.expireShard(s) > 0 {
 		}
 	}
-	if n := ks.DBSize(0); n != 0 {
+	if n := ks.DBSize(nil, 0); n != 0 {
 		t.Fatalf("%d keys left", n)
 	}
 	n := reclaimUntilIdle(t, ks)
@@ -287,7 +287,7 @@ func TestReclaimDeletedAndExpired(t *testing.T) {
 	mustClose(t, ks)
 	ks = mustOpen(t, opts)
 	defer mustClose(t, ks)
-	if n := ks.DBSize(0); n != 0 {
+	if n := ks.DBSize(nil, 0); n != 0 {
 		t.Fatalf("%d keys came back after the restart: %v", n, keysOf(ks, 0)[:min(5, int(n))])
 	}
 }
@@ -837,7 +837,7 @@ func TestReclaimConcurrentFlushes(t *testing.T) {
 				return
 			}
 			ks.SetReclaimRate(opts.ReclaimRate)
-			ks.Lookup(0, []byte("w0:0")) // let the writers run between flushes
+			ks.Lookup(nil, 0, []byte("w0:0")) // let the writers run between flushes
 		}
 	}()
 	wg.Wait()

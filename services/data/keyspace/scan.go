@@ -19,7 +19,9 @@ import (
 // Any 64-bit cursor is accepted, as Redis accepts any: one naming a shard past the last (not a
 // cursor Scan returns, see ValidCursor) ends the iteration with no keys, and an entry index
 // past a shard's entries moves on to the next shard.
-func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m Meta)) uint64 {
+//
+// se (nil: none) is made to wait for everything appended to the shards it looked at (durable.go).
+func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(key []byte, m Meta)) uint64 {
 	if count <= 0 {
 		count = 10
 	}
@@ -33,6 +35,7 @@ func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m
 	for si < len(ks.shards) {
 		s := ks.shards[si]
 		s.mu.RLock()
+		ks.noteShardLocked(se, s)
 		for ; ei < s.ix.high && got < count && budget > 0; ei++ {
 			budget--
 			e := s.ix.entry(ei)
@@ -62,10 +65,10 @@ func (ks *Keyspace) Scan(db int, cursor uint64, count int, fn func(key []byte, m
 func (ks *Keyspace) ValidCursor(cursor uint64) bool { return cursor>>32 < uint64(len(ks.shards)) }
 
 // Keys calls fn for every live key of db (the key is valid only during the call).
-func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
+func (ks *Keyspace) Keys(se *Session, db int, fn func(key []byte, m Meta)) {
 	var c uint64
 	for {
-		c = ks.Scan(db, c, 4096, fn)
+		c = ks.Scan(se, db, c, 4096, fn)
 		if c == 0 {
 			return
 		}
@@ -75,8 +78,8 @@ func (ks *Keyspace) Keys(db int, fn func(key []byte, m Meta)) {
 // RandomKey returns a random live key of db, or nil when db is empty. The empty key "" is a
 // key like any other: it comes back as a non-nil empty slice, so callers must test for nil,
 // not for length 0.
-func (ks *Keyspace) RandomKey(db int) []byte {
-	if ks.DBSize(db) == 0 {
+func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
+	if ks.DBSize(se, db) == 0 {
 		return nil
 	}
 	now := ks.opts.Now()
@@ -108,7 +111,7 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 		var found []byte
 		c := uint64((start+n)%len(ks.shards)) << 32
 		for found == nil {
-			c = ks.Scan(db, c, 1, func(key []byte, _ Meta) { found = append([]byte{}, key...) })
+			c = ks.Scan(se, db, c, 1, func(key []byte, _ Meta) { found = append([]byte{}, key...) })
 			if c == 0 || c>>32 != uint64((start+n)%len(ks.shards)) {
 				break
 			}
@@ -121,10 +124,12 @@ func (ks *Keyspace) RandomKey(db int) []byte {
 }
 
 // DBSize returns the number of keys in db (including expired keys not yet removed, as Redis).
-func (ks *Keyspace) DBSize(db int) int64 {
+// se (nil: none) is made to wait for everything appended so far.
+func (ks *Keyspace) DBSize(se *Session, db int) int64 {
 	var n int64
 	for _, s := range ks.shards {
 		s.mu.RLock()
+		ks.noteShardLocked(se, s)
 		n += s.keys[db]
 		s.mu.RUnlock()
 	}
@@ -270,6 +275,7 @@ func (ks *Keyspace) appendEachLocked(se *Session, shards []*shard, h vlog.Header
 		}
 		s.version++
 		se.note(s.id, lsn)
+		s.changedAllLocked(lsn, ext != nil)
 		lsns[i] = lsn
 		apply(s)
 	}

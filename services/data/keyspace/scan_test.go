@@ -19,7 +19,7 @@ func TestEmptyKey(t *testing.T) {
 		t.Fatalf("Keys(0) = %q, want [\"\"]", got)
 	}
 	for i := 0; i < 20; i++ {
-		if k := ks.RandomKey(0); k == nil || len(k) != 0 {
+		if k := ks.RandomKey(nil, 0); k == nil || len(k) != 0 {
 			t.Fatalf("RandomKey(0) = %q (nil: %v), want the empty key", k, k == nil)
 		}
 	}
@@ -32,7 +32,7 @@ func TestEmptyKey(t *testing.T) {
 	}
 	mustPut(t, ks, se, 2, "", "v", 0)
 	for i := 0; i < 20; i++ {
-		if k := ks.RandomKey(2); k == nil || len(k) != 0 {
+		if k := ks.RandomKey(nil, 2); k == nil || len(k) != 0 {
 			t.Fatalf("RandomKey(2) = %q (nil: %v), want the empty key", k, k == nil)
 		}
 	}
@@ -58,7 +58,7 @@ func TestScanAnyCursor(t *testing.T) {
 		if ks.ValidCursor(c) {
 			t.Errorf("ValidCursor(%d) = true", c)
 		}
-		if next := ks.Scan(0, c, 10, func(key []byte, _ Meta) { t.Errorf("Scan(%d) returned %q", c, key) }); next != 0 {
+		if next := ks.Scan(nil, 0, c, 10, func(key []byte, _ Meta) { t.Errorf("Scan(%d) returned %q", c, key) }); next != 0 {
 			t.Errorf("Scan(%d) = %d, want 0", c, next)
 		}
 	}
@@ -71,7 +71,7 @@ func TestScanAnyCursor(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for c := uint64(math.MaxUint32); ; {
-		c = ks.Scan(0, c, 1000, func(key []byte, _ Meta) { got[string(key)] = true })
+		c = ks.Scan(nil, 0, c, 1000, func(key []byte, _ Meta) { got[string(key)] = true })
 		if c == 0 {
 			break
 		}

@@ -76,6 +76,8 @@ type txKey struct {
 	plan *manifest
 	// chunkMin is the length above which a value is chunked (Options.chunkMin).
 	chunkMin int
+	// dep is the change the key's state depends on (durable.go), as the attempt found it.
+	dep uint64
 }
 
 // Tx is a transaction over a fixed set of keys, passed to the function given to Update. Its
@@ -88,8 +90,9 @@ type Tx struct {
 	now   int64
 	store []txKey
 	// ends, while a transaction of several records commits, is where each shard's part ends
-	// (an LSN).
-	ends map[*shard]uint64
+	// (an LSN); multiShard says it spans several shards.
+	ends       map[*shard]uint64
+	multiShard bool
 }
 
 // Now is the transaction's clock (unix ms), fixed for one attempt.
@@ -319,10 +322,12 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		if err == nil {
 			err = tx.commitLocked(se)
 			unlockAll(shards)
+			tx.noteDeps(se)
 			return err
 		}
 		if !errors.Is(err, errNeedValue) {
 			unlockAll(shards)
+			tx.noteDeps(se) // an error reply may tell of the keys too (WRONGTYPE)
 			return err
 		}
 		// Fetch the wanted values. After a few attempts lost to concurrent writers, read while
@@ -357,6 +362,13 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		if holding {
 			unlockAll(shards)
 		}
+	}
+}
+
+// noteDeps makes se wait for the changes the keys the transaction looked at depend on.
+func (tx *Tx) noteDeps(se *Session) {
+	for _, k := range tx.uniq {
+		tx.ks.noteDep(se, k.shard, k.dep)
 	}
 }
 
@@ -501,6 +513,7 @@ func (tx *Tx) begin() {
 		k.op, k.val, k.wantValue = opNone, nil, false
 		k.wantMan, k.wantParts, k.edits, k.elen, k.plan = false, nil, nil, 0, nil
 		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
+		k.dep = k.shard.depLocked(k.hash)
 		k.found = ok
 		if ok {
 			k.idx = i
@@ -579,8 +592,8 @@ func (tx *Tx) commitLocked(se *Session) error {
 		}
 	}
 	ext := cond.encode(make([]byte, 0, extLen))
-	tx.ends = make(map[*shard]uint64, len(shards))
-	defer func() { tx.ends = nil }()
+	tx.ends, tx.multiShard = make(map[*shard]uint64, len(shards)), len(shards) > 1
+	defer func() { tx.ends, tx.multiShard = nil, false }()
 	for _, k := range writers {
 		if err := tx.applyLocked(se, k, ext); err != nil {
 			// Only a bug or a closed log gets here: the room was reserved. The parts already
@@ -678,6 +691,7 @@ func (k *txKey) recordBytes(extLen int) (int64, error) {
 // transaction of several records learns where its part in k's shard ends.
 func (tx *Tx) noteLocked(se *Session, k *txKey, lsn uint64) {
 	se.note(k.shard.id, lsn)
+	k.shard.changedLocked(k.hash, lsn, tx.multiShard)
 	if tx.ends != nil {
 		tx.ends[k.shard] = max(tx.ends[k.shard], lsn)
 	}

@@ -94,17 +94,17 @@ func checkFormat1Data(t *testing.T, ks *Keyspace) {
 	}
 	wantValue(t, ks, 0, "", "empty-key")
 	wantValue(t, ks, 0, "ttl:far", "lives")
-	if m, ok := ks.Lookup(0, []byte("ttl:far")); !ok || m.ExpireAt != 4102444800000 {
+	if m, ok := ks.Lookup(nil, 0, []byte("ttl:far")); !ok || m.ExpireAt != 4102444800000 {
 		t.Fatalf("ttl:far expires at %d, want 4102444800000", m.ExpireAt)
 	}
 	wantValue(t, ks, 0, "ttl:persisted", "p")
-	if m, _ := ks.Lookup(0, []byte("ttl:persisted")); m.ExpireAt != 0 {
+	if m, _ := ks.Lookup(nil, 0, []byte("ttl:persisted")); m.ExpireAt != 0 {
 		t.Fatalf("ttl:persisted has an expiry again: %d", m.ExpireAt)
 	}
 	wantMissing(t, ks, 0, "ttl:past")
 	wantValue(t, ks, 0, "counter", "42")
 	wantValue(t, ks, 0, "appended", "abcdef")
-	if m, _ := ks.Lookup(0, []byte("appended")); !m.Raw {
+	if m, _ := ks.Lookup(nil, 0, []byte("appended")); !m.Raw {
 		t.Fatal("appended lost its raw encoding")
 	}
 	big := format1Big()
@@ -121,10 +121,10 @@ func checkFormat1Data(t *testing.T, ks *Keyspace) {
 		wantMissing(t, ks, 5, fmt.Sprintf("db5:%d", i))
 	}
 	wantValue(t, ks, 5, "db5:after", "after-flush")
-	if got := ks.DBSize(0); got != int64(n) {
+	if got := ks.DBSize(nil, 0); got != int64(n) {
 		t.Fatalf("DBSIZE 0 = %d, want %d", got, n)
 	}
-	if got := ks.DBSize(3); got != 100 {
+	if got := ks.DBSize(nil, 3); got != 100 {
 		t.Fatalf("DBSIZE 3 = %d, want 100", got)
 	}
 	if err := checkAccounting(ks); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
 const (
@@ -41,9 +42,21 @@ type conn struct {
 	rd  *resp.Reader
 	w   *resp.Writer
 	ctx commands.Ctx
-	// writeSpans are the reply ranges of write commands in the pending output, replaced by
-	// an error if their durability wait fails.
-	writeSpans [][2]int
+	// spans are the replies in the pending output that depend on the next durability wait (a
+	// write's, or a read's of data not yet durable), replaced by an error if it fails.
+	spans []replySpan
+	// midFlushed says the command running flushed replies before it ended (a long reply): its
+	// own reply is then partly sent and can no longer be replaced.
+	midFlushed bool
+	// broken: nothing more may be sent; the connection closes.
+	broken bool
+}
+
+// replySpan is one command's reply in the pending output.
+type replySpan struct {
+	from, to int
+	write    bool // a write command's reply (else a read's)
+	partial  bool // part of it was sent already (midFlushed)
 }
 
 func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
@@ -59,7 +72,7 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 	}
 	c := &conn{s: s, nc: nc, cl: cl, w: resp.NewWriter()}
 	c.rd = resp.NewReader(countingReader{nc, s}, *s.limits.Load())
-	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession()}
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Flush: c.flushMid}
 	cmds := make([]resp.Command, 0, maxBatch)
 	for {
 		if t := s.cfg.Int("timeout"); t > 0 {
@@ -84,6 +97,9 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 				i += n - 1
 			} else {
 				c.dispatch(cmds[i].Args)
+			}
+			if c.broken {
+				return
 			}
 			if c.cl.CloseAfterReply {
 				break
@@ -115,14 +131,49 @@ func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 
 // flush waits for the batch's durability and writes the pending replies. It reports whether
 // the connection is still usable.
+//
+// When the wait fails (the value log cannot write), the replies that depended on it become
+// errors that say what happened (durabilityError); a reply already partly sent cannot, and the
+// connection closes instead.
 func (c *conn) flush() bool {
 	if c.ctx.Sess.Dirty() {
 		if err := c.ctx.Sess.Wait(); err != nil {
-			c.s.log.Error("write not durable; failing its replies", "client", c.cl.Addr, "err", err)
-			c.replaceWriteReplies(commands.ErrorLine(err))
+			c.s.log.Error("replies depend on writes not durable; failing them", "client", c.cl.Addr, "err", err)
+			for _, sp := range c.spans {
+				if sp.partial {
+					return false
+				}
+			}
+			c.replaceSpans(err)
 		}
 	}
-	c.writeSpans = c.writeSpans[:0]
+	c.spans = c.spans[:0]
+	return c.write()
+}
+
+// flushMid is commands.Ctx.Flush: a command making a long reply hands what is pending to the
+// client once it is durable. A failed wait stops the command; the replies before it are failed
+// by the final flush.
+func (c *conn) flushMid() error {
+	if c.ctx.Sess.Dirty() {
+		if err := c.ctx.Sess.Wait(); err != nil {
+			c.s.log.Error("a long reply depends on writes not durable; abandoning it", "client", c.cl.Addr, "err", err)
+			return err
+		}
+	}
+	c.spans = c.spans[:0]
+	c.midFlushed = true
+	if !c.write() {
+		c.broken = true
+		return errClientGone
+	}
+	return nil
+}
+
+var errClientGone = errors.New("server: the client is gone")
+
+// write writes the pending output.
+func (c *conn) write() bool {
 	if c.w.Len() == 0 {
 		return true
 	}
@@ -132,18 +183,51 @@ func (c *conn) flush() bool {
 	return err == nil
 }
 
-// replaceWriteReplies rewrites the pending output with msg in place of every write command's
-// reply.
-func (c *conn) replaceWriteReplies(msg string) {
+// replaceSpans rewrites the pending output with the durability error in place of every reply
+// that depended on the failed wait.
+func (c *conn) replaceSpans(err error) {
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	prev := 0
-	for _, sp := range c.writeSpans {
-		c.w.Raw(out[prev:sp[0]])
-		c.w.Error(msg)
-		prev = sp[1]
+	for _, sp := range c.spans {
+		c.w.Raw(out[prev:sp.from])
+		c.w.Error(commands.DurabilityError(err, sp.write))
+		prev = sp.to
 	}
 	c.w.Raw(out[prev:])
+}
+
+// abandon ends a command that stopped in the middle of its reply (ctx.Broken): if none of the
+// reply was sent, what it wrote is replaced by the error that stopped it; if part was, nothing
+// more can be sent that the client could make sense of, and the connection closes.
+func (c *conn) abandon(mark int, write bool) {
+	if c.midFlushed {
+		c.broken = true
+		return
+	}
+	c.dropReply(mark)
+	err := c.ctx.BrokenErr
+	var we *vlog.WriteError
+	if errors.As(err, &we) {
+		c.w.Error(commands.DurabilityError(err, write))
+	} else {
+		c.w.Error(commands.ErrorLine(err))
+	}
+	c.s.stats.errReplies.Add(1)
+}
+
+// noteSpan records the reply the command that started at mark made, if it depends on the next
+// durability wait (its session was given something to wait for since notes).
+func (c *conn) noteSpan(mark int, notes uint64, write bool) {
+	if c.ctx.Sess.Notes() == notes {
+		return
+	}
+	if c.midFlushed {
+		mark = 0
+	}
+	if c.w.Len() > mark || c.midFlushed {
+		c.spans = append(c.spans, replySpan{from: mark, to: c.w.Len(), write: write, partial: c.midFlushed})
+	}
 }
 
 // dispatch admits one command through the table and runs it.
@@ -186,9 +270,15 @@ func (c *conn) dispatch(args [][]byte) {
 	}
 	c.cl.SetLastCmd(cmd)
 	ctx := &c.ctx
-	ctx.Args, ctx.Cmd, ctx.Failed = args, cmd, false
+	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr = args, cmd, false, false, nil
+	c.midFlushed = false
+	notes := ctx.Sess.Notes()
 	before := c.cl.ReplyMode
 	if !c.run(cmd, ctx, mark) {
+		return
+	}
+	if ctx.Broken {
+		c.abandon(mark, cmd.Flags&commands.FlagWrite != 0)
 		return
 	}
 	cmd.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
@@ -197,9 +287,7 @@ func (c *conn) dispatch(args [][]byte) {
 		cmd.Stats.Failed.Add(1)
 		s.stats.errReplies.Add(1)
 	}
-	if cmd.Flags&commands.FlagWrite != 0 && c.w.Len() > mark {
-		c.writeSpans = append(c.writeSpans, [2]int{mark, c.w.Len()})
-	}
+	c.noteSpan(mark, notes, cmd.Flags&commands.FlagWrite != 0)
 	c.applyReplyMode(cmd, before, mark)
 }
 
@@ -235,7 +323,25 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 	for i := range cmds {
 		keys[i] = cmds[i].Args[1]
 	}
-	failed := commands.WriteGetReplies(&c.ctx, keys)
+	mark, notes := c.w.Len(), c.ctx.Sess.Notes()
+	c.ctx.Broken, c.ctx.BrokenErr, c.midFlushed = false, nil, false
+	// Each GET's reply is its own span: one whose durability wait fails becomes an error, the
+	// others stand.
+	done := 0
+	failed := commands.WriteGetReplies(&c.ctx, keys, func(int) {
+		c.noteSpan(mark, notes, false)
+		mark, notes, c.midFlushed = c.w.Len(), c.ctx.Sess.Notes(), false
+		done++
+	})
+	if c.ctx.Broken {
+		// The GET that broke gets the error; the ones after it in the run, which were not
+		// read, run one by one.
+		c.abandon(mark, false)
+		for i := done + 1; i < n && !c.broken; i++ {
+			c.dispatch(cmds[i].Args)
+		}
+		return
+	}
 	getCommand.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
 	getCommand.Stats.Calls.Add(uint64(n))
 	if failed > 0 {
@@ -292,8 +398,8 @@ func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, 
 
 func (c *conn) dropReply(mark int) {
 	c.w.Truncate(mark)
-	for len(c.writeSpans) > 0 && c.writeSpans[len(c.writeSpans)-1][0] >= mark {
-		c.writeSpans = c.writeSpans[:len(c.writeSpans)-1]
+	for len(c.spans) > 0 && c.spans[len(c.spans)-1].from >= mark && !c.spans[len(c.spans)-1].partial {
+		c.spans = c.spans[:len(c.spans)-1]
 	}
 }
 

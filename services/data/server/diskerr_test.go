@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
 // TestWriteErrorFailsRepliesAndRefusesWrites fills the disk under appendfsync always, once for
@@ -25,10 +27,8 @@ func TestWriteErrorFailsRepliesAndRefusesWrites(t *testing.T) {
 			full := vfs.NewToggle(syscall.ENOSPC, tc.op)
 			ts := startServer(t, vfs.NewErrorFS(vfs.NewMem(), full))
 			t.Cleanup(full.Disable) // runs first: the keyspace closes on a healthy disk
-			const (
-				failed  = "-MISCONF lavik: writing the value log failed: no space left on device"
-				refused = failed + "; write commands are refused until it succeeds"
-			)
+			failed := "-" + commands.DurabilityError(&vlog.WriteError{Op: tc.name, Err: syscall.ENOSPC}, true)
+			const refused = "-MISCONF lavik: writing the value log failed: no space left on device; write commands are refused until it succeeds"
 			a, b := ts.dial(t), ts.dial(t)
 			a.send(cmd{"SET", "k0", "v0"}, cmd{"SET", "n", "1"})
 			a.expect("+OK", "+OK")
@@ -81,7 +81,7 @@ func TestWriteErrorRepliesOfOneBatch(t *testing.T) {
 	full := vfs.NewToggle(syscall.ENOSPC, vfs.OpSync)
 	ts := startServer(t, vfs.NewErrorFS(vfs.NewMem(), full))
 	t.Cleanup(full.Disable)
-	const failed = "-MISCONF lavik: writing the value log failed: no space left on device"
+	failed := "-" + commands.DurabilityError(&vlog.WriteError{Op: "sync", Err: syscall.ENOSPC}, true)
 	c := ts.dial(t)
 	c.send(cmd{"SET", "a", "1"})
 	c.expect("+OK")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"strconv"
@@ -80,8 +79,11 @@ func New(o Options) *Server {
 // updateLimits refreshes the protocol limits from the config (called on CONFIG SET).
 func (s *Server) updateLimits() {
 	s.limits.Store(&resp.Limits{
-		MaxBulkLen:      s.cfg.Int("proto-max-bulk-len"),
-		MaxMultibulkLen: math.MaxInt32, // Redis 7 bounds the count by INT_MAX only
+		MaxBulkLen: s.cfg.Int("proto-max-bulk-len"),
+		// Redis 7 bounds the count by INT_MAX only, which lets one request make the server
+		// allocate 2^31 argument headers before a byte of them arrives; 1,048,576 is Redis 6's
+		// bound, which no client library exceeds in practice.
+		MaxMultibulkLen: resp.DefaultMaxMultibulkLen,
 		MaxQueryBuffer:  s.cfg.Int("client-query-buffer-limit"),
 	})
 }

@@ -151,8 +151,10 @@ type Log struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// segs holds every segment of the log, open ones included.
-	segs map[uint32]*segment
+	// segs holds every segment of the log, open ones included; dropped, the segments dropped
+	// whose last reference (a reader, a pin) has not let go yet.
+	segs    map[uint32]*segment
+	dropped map[uint32]*segment
 	// open are the segments with bytes not yet synced, oldest first; the last is the one
 	// appended to. Invariant: len(open) >= 1 once Open returns; every open segment but the
 	// last is full.
@@ -168,6 +170,8 @@ type Log struct {
 	// in order (AddBarrier); peerSync says whether their peers must be synced or only written.
 	barriers []barrier
 	peerSync atomic.Bool
+	// firstPending mirrors FirstPendingBarrier, for readers that take no lock.
+	firstPending atomic.Uint64
 	// writeErr is the last write or sync failure; cleared by the next success. While set, the
 	// server refuses write commands.
 	writeErr error
@@ -210,6 +214,7 @@ func Open(opts Options) (*Log, error) {
 		opts.Logger = slog.Default()
 	}
 	l := &Log{opts: opts, log: opts.Logger, segs: map[uint32]*segment{}}
+	l.firstPending.Store(math.MaxUint64)
 	if opts.Cache != nil {
 		l.cacheID = opts.Cache.register()
 	}
@@ -585,22 +590,55 @@ func (l *Log) leadWriteLocked(target uint64) error {
 	for {
 		c := l.cur()
 		limit := c.lsnBase + uint64(c.size)
-		var b *barrier
-		if len(l.barriers) > 0 && l.barriers[0].end < limit {
-			b = &l.barriers[0]
+		b, ok := l.pendingBarrierLocked()
+		if ok && b.end < limit {
 			limit = b.end
+		} else {
+			ok = false
 		}
 		if err := l.writeUpToLocked(limit); err != nil {
 			return err
 		}
-		if b == nil || b.end >= target {
+		if !ok || b.end >= target {
 			return nil
 		}
 		if err := l.resolveLocked(b); err != nil {
 			return err
 		}
+	}
+}
+
+// pendingBarrierLocked returns the first barrier not yet resolved, dropping the resolved ones
+// before it.
+func (l *Log) pendingBarrierLocked() (barrier, bool) {
+	for len(l.barriers) > 0 && l.barriers[0].resolved {
 		l.barriers = l.barriers[1:]
 	}
+	if len(l.barriers) == 0 {
+		return barrier{}, false
+	}
+	return l.barriers[0], true
+}
+
+// markResolvedLocked records that the barrier ending at end no longer holds anything back.
+func (l *Log) markResolvedLocked(end uint64) {
+	for i := range l.barriers {
+		if l.barriers[i].end == end {
+			l.barriers[i].resolved = true
+		}
+	}
+	l.updateFirstPendingLocked()
+}
+
+func (l *Log) updateFirstPendingLocked() {
+	first := uint64(math.MaxUint64)
+	for _, b := range l.barriers {
+		if !b.resolved {
+			first = b.end
+			break
+		}
+	}
+	l.firstPending.Store(first)
 }
 
 // writeUpToLocked writes the appended bytes below LSN limit, outside mu.
@@ -657,8 +695,9 @@ func (l *Log) writeUpToLocked(limit uint64) error {
 // log while it loses a part of that transaction in another (under always, never anything
 // synced; see AddBarrier).
 type barrier struct {
-	end   uint64 // LSN just past this log's part
-	peers []Peer
+	end      uint64 // LSN just past this log's part
+	peers    []Peer
+	resolved bool // every peer was written (synced) up to its LSN
 }
 
 // Peer is another log's part of a transaction: the LSN just past it.
@@ -682,15 +721,49 @@ type Peer struct {
 func (l *Log) AddBarrier(end uint64, peers []Peer) {
 	l.mu.Lock()
 	l.barriers = append(l.barriers, barrier{end: end, peers: peers})
+	l.updateFirstPendingLocked()
 	l.mu.Unlock()
+}
+
+// FirstPendingBarrier is the end of the first barrier whose peers may not be written (synced)
+// yet, or the largest LSN when there is none. A record up to LSN x of a transaction's part is as
+// durable as its whole transaction once x is durable here and x is below this. It takes no lock.
+func (l *Log) FirstPendingBarrier() uint64 { return l.firstPending.Load() }
+
+// FlushTx is Flush for a reader that saw a transaction's part ending at lsn: besides this log up
+// to lsn, every other part of every transaction whose part here ends at or before lsn is
+// flushed too.
+func (l *Log) FlushTx(lsn uint64, sync bool) error {
+	if err := l.Flush(lsn, sync); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		var b barrier
+		found := false
+		for _, x := range l.barriers {
+			if !x.resolved && x.end <= lsn {
+				b, found = x, true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+		if err := l.resolveLocked(b); err != nil {
+			return err
+		}
+	}
 }
 
 // SetPeerSync says whether barriers wait for their peers to be synced (appendfsync always) or
 // only written.
 func (l *Log) SetPeerSync(sync bool) { l.peerSync.Store(sync) }
 
-// resolveLocked waits, outside mu, until every peer of b is written (or synced).
-func (l *Log) resolveLocked(b *barrier) error {
+// resolveLocked waits, outside mu, until every peer of b is written (or synced), and marks b
+// resolved.
+func (l *Log) resolveLocked(b barrier) error {
 	sync := l.peerSync.Load()
 	l.mu.Unlock()
 	var err error
@@ -707,6 +780,7 @@ func (l *Log) resolveLocked(b *barrier) error {
 		l.setWriteErrLocked(werr)
 		return werr
 	}
+	l.markResolvedLocked(b.end)
 	return nil
 }
 

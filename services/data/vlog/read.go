@@ -56,10 +56,14 @@ func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
 	}
 	seg := l.segs[loc.Seg]
 	if seg == nil {
-		l.mu.Unlock()
-		return fmt.Errorf("%w: segment %d of shard log %s", ErrSegmentGone, loc.Seg, l.opts.Dir)
+		// Dropped, but still readable while a reader or a pin holds it.
+		if seg = l.dropped[loc.Seg]; seg == nil || !seg.tryAcquire() {
+			l.mu.Unlock()
+			return fmt.Errorf("%w: segment %d of shard log %s", ErrSegmentGone, loc.Seg, l.opts.Dir)
+		}
+	} else {
+		seg.acquire()
 	}
-	seg.acquire()
 	l.mu.Unlock()
 	if c := l.opts.Cache; c != nil {
 		k := cacheKey{log: l.cacheID, seg: loc.Seg, off: loc.Off}

@@ -301,6 +301,19 @@ func (l *Log) dropLocked(s *segment) *segment {
 	l.rc.pending[s.id] = size
 	l.rc.mu.Unlock()
 	id := s.id
+	// Until its last reader lets go, a dropped segment can still be read by one that took a
+	// location in it before the drop, or pinned it (PinSegments).
+	if l.dropped == nil {
+		l.dropped = map[uint32]*segment{}
+	}
+	l.dropped[id] = s
+	s.unlist = func() {
+		l.mu.Lock()
+		if l.dropped[id] == s {
+			delete(l.dropped, id)
+		}
+		l.mu.Unlock()
+	}
 	s.gone = func() {
 		l.rc.mu.Lock()
 		delete(l.rc.pending, id)
@@ -367,6 +380,31 @@ func (l *Log) Pin(from uint32) (unpin func()) {
 			}
 		})
 	}
+}
+
+// PinSegments keeps the files of segments ids while a reader uses them, as a read in flight
+// does, even if reclamation drops them meanwhile; the returned function lets go. It reports
+// false, pinning nothing, when one of them is gone already.
+func (l *Log) PinSegments(ids []uint32) (unpin func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := make([]*segment, 0, len(ids))
+	for _, id := range ids {
+		s := l.segs[id]
+		if s == nil {
+			for _, p := range segs {
+				p.release()
+			}
+			return nil, false
+		}
+		s.acquire()
+		segs = append(segs, s)
+	}
+	return func() {
+		for _, s := range segs {
+			s.release()
+		}
+	}, true
 }
 
 // SegmentScan reads a sealed segment's records in order, verifying each, for reclamation. It

@@ -102,14 +102,30 @@ type segment struct {
 	// acct is the segment's space accounting (reclaim.go), guarded by the log's mu.
 	acct segAcct
 	// gone, when set, is called once the dropped segment's file is removed and the removal
-	// is durable (reclaim.go).
-	gone func()
+	// is durable (reclaim.go); unlist, when its last reference goes, before the file does.
+	gone, unlist func()
 }
 
 func (s *segment) acquire() { s.refs.Add(1) }
 
+// tryAcquire takes a reference unless the last one is gone (the file is being removed).
+func (s *segment) tryAcquire() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
+		if s.unlist != nil {
+			s.unlist()
+		}
 		s.rf.Close()
 		if s.remove {
 			// Removal only reclaims space (whatever dropped the segment made it irrelevant
