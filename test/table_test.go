@@ -53,6 +53,8 @@ var tblRequired = []tblRef{
 	{"keys", 2, 0, 0, 0}, {"randomkey", 1, 0, 0, 0}, {"touch", -2, 1, -1, 1}, {"object", -2, 0, 0, 0},
 	{"object|encoding", 3, 2, 2, 1}, {"command", -1, 0, 0, 0}, {"command|count", 2, 0, 0, 0},
 	{"command|info", -2, 0, 0, 0}, {"command|docs", -2, 0, 0, 0}, {"command|list", -2, 0, 0, 0},
+	{"multi", 1, 0, 0, 0}, {"exec", 1, 0, 0, 0}, {"discard", 1, 0, 0, 0}, {"watch", -2, 1, -1, 1},
+	{"unwatch", 1, 0, 0, 0},
 }
 
 type tblRef struct {
@@ -101,6 +103,13 @@ var tblSamples = []tblSample{
 	{name: "client|reply", args: []string{"CLIENT", "REPLY", "ON"}, want: tblOK},
 	{name: "client|no-evict", args: []string{"CLIENT", "NO-EVICT", "ON"}, want: tblOK},
 	{name: "client|help", args: []string{"CLIENT", "HELP"}, want: tblHelp("CLIENT")},
+
+	// transactions
+	{name: "multi", args: []string{"MULTI"}, want: tblOK},
+	{name: "exec", setup: [][]string{{"MULTI"}, {"ECHO", "hi"}}, args: []string{"EXEC"}, want: []any{"hi"}},
+	{name: "discard", setup: [][]string{{"MULTI"}, {"SET", "k", "v"}}, args: []string{"DISCARD"}, want: tblOK},
+	{name: "watch", args: []string{"WATCH", "a", "b"}, keys: tblAB, want: tblOK},
+	{name: "unwatch", setup: [][]string{{"WATCH", "a"}}, args: []string{"UNWATCH"}, want: tblOK},
 
 	// server
 	{name: "info", args: []string{"INFO", "server"}, want: tblContains("redis_version:")},
@@ -294,6 +303,10 @@ func TestCommandTable(t *testing.T) {
 				tries = append(tries, tblFill(head, min+1))
 			}
 			want := tblErr("ERR wrong number of arguments for '" + name + "' command")
+			if name == "exec" {
+				// A refused EXEC discards the transaction and says why (Redis 7).
+				want = tblErr("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
+			}
 			for _, args := range tries {
 				if got := c.do(args...); got != want {
 					t.Errorf("%s (arity %d): got %s, want %s", tblFmt(args), info.arity, tblShow(got), tblShow(want))
@@ -449,6 +462,9 @@ func TestCommandTable(t *testing.T) {
 			}
 			if !noAuth {
 				want := tblErr("NOAUTH Authentication required.")
+				if name == "exec" {
+					want = tblErr("EXECABORT Transaction discarded because of: NOAUTH Authentication required.")
+				}
 				if got := anon.do(sm.args...); got != want {
 					t.Errorf("%s before AUTH: got %s, want %s", tblFmt(sm.args), tblShow(got), tblShow(want))
 				}

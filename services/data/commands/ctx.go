@@ -51,6 +51,11 @@ type Client struct {
 	NoEvict  atomic.Bool
 	// CloseAfterReply makes the connection close once the pending replies are written (QUIT).
 	CloseAfterReply bool
+	// Multi is the transaction being queued (MULTI), nil outside one; Watches are the keys
+	// WATCHed (multi.go). The server unwatches them when the connection ends.
+	Multi    *Multi
+	Watches  keyspace.Watches
+	multiLen atomic.Int32 // 1 + the number of commands queued, 0 outside MULTI, for CLIENT LIST
 
 	LastActive atomic.Int64 // unix ms of the last command
 	QueryBuf   atomic.Int64 // bytes buffered and not yet parsed
@@ -75,6 +80,21 @@ func (cl *Client) SetName(n string) {
 	cl.mu.Unlock()
 }
 
+// setMulti starts (m) or ends (nil) the client's transaction.
+func (cl *Client) setMulti(m *Multi) {
+	cl.Multi = m
+	cl.NoteMulti()
+}
+
+// NoteMulti publishes the number of queued commands for CLIENT LIST.
+func (cl *Client) NoteMulti() {
+	if cl.Multi == nil {
+		cl.multiLen.Store(0)
+	} else {
+		cl.multiLen.Store(int32(min(cl.Multi.Len(), 1<<30)) + 1)
+	}
+}
+
 // SetLastCmd records the last command run, for CLIENT LIST.
 func (cl *Client) SetLastCmd(c *Command) { cl.lastCmd.Store(c) }
 
@@ -87,14 +107,21 @@ func (cl *Client) Info(now time.Time) string {
 	if c := cl.lastCmd.Load(); c != nil {
 		last = c.Name
 	}
-	flags := "N"
+	flags := ""
+	multi := cl.multiLen.Load() - 1
+	if multi >= 0 {
+		flags += "x"
+	}
 	if cl.NoEvict.Load() {
-		flags = "e"
+		flags += "e"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	age := int64(now.Sub(cl.Created).Seconds())
 	idle := (now.UnixMilli() - cl.LastActive.Load()) / 1000
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=-1 qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
-		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
+		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), multi, cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
 }
 
 // ServerStats are the server-level figures INFO reports.
@@ -150,6 +177,10 @@ type Ctx struct {
 	// replaces the reply with an error if none of it was sent yet, else closes the connection.
 	Broken    bool
 	BrokenErr error
+	// Writes, set by EXEC, says the reply is a write's (its transaction wrote) for the server's
+	// durability accounting; InnerErrors counts the error replies of the commands it ran.
+	Writes      bool
+	InnerErrors int
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.

@@ -100,7 +100,7 @@ func infoServer(c *Ctx, b *strings.Builder) {
 	kv(b, "hz", 10)
 	kv(b, "executable", st.Executable)
 	kv(b, "config_file", st.ConfigFile)
-	ks := c.KS.Stats()
+	ks := c.KS.Stats(c.Sess)
 	kv(b, "lavik_shards", ks.Shards)
 	kv(b, "lavik_io_engine", ks.EngineName)
 }
@@ -153,7 +153,7 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	runtime.ReadMemStats(&ms)
 	used := int64(ms.HeapAlloc)
 	rss := RSS()
-	ks := c.KS.Stats()
+	ks := c.KS.Stats(c.Sess)
 	kv(b, "used_memory", used)
 	kv(b, "used_memory_human", humanBytes(used))
 	kv(b, "used_memory_rss", rss)
@@ -219,7 +219,7 @@ func totalMemory() int64 {
 }
 
 func infoPersistence(c *Ctx, b *strings.Builder) {
-	ks := c.KS.Stats()
+	ks := c.KS.Stats(c.Sess)
 	status := "ok"
 	if c.KS.WriteErr() != nil {
 		status = "err"
@@ -274,7 +274,7 @@ func infoPersistence(c *Ctx, b *strings.Builder) {
 
 func infoStats(c *Ctx, b *strings.Builder) {
 	st := c.Srv.Stats()
-	ks := c.KS.Stats()
+	ks := c.KS.Stats(c.Sess)
 	kv(b, "total_connections_received", st.ConnectionsReceived)
 	kv(b, "total_commands_processed", st.CommandsProcessed)
 	kv(b, "instantaneous_ops_per_sec", st.OpsPerSec)
@@ -358,7 +358,7 @@ func infoCommandstats(c *Ctx, b *strings.Builder) {
 }
 
 func infoKeyspace(c *Ctx, b *strings.Builder) {
-	for db, d := range c.KS.Info() {
+	for db, d := range c.KS.Info(c.Sess) {
 		if d.Keys == 0 {
 			continue
 		}

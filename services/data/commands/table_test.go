@@ -13,7 +13,7 @@ import (
 var (
 	tblSinceRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	tblNameRE  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	tblGroups  = map[string]bool{"string": true, "generic": true, "connection": true, "server": true}
+	tblGroups  = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true}
 )
 
 func TestTableEntriesComplete(t *testing.T) {

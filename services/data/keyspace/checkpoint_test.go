@@ -69,7 +69,7 @@ func checkpointWithSteps(w *workload, h *ckptHooks, n int, stop func() bool) {
 	}
 }
 
-func ckptStats(ks *Keyspace) CheckpointStats { return ks.Stats().Checkpoint }
+func ckptStats(ks *Keyspace) CheckpointStats { return ks.Stats(nil).Checkpoint }
 
 // ckptWaitFor polls cond until it holds, failing the test after ten seconds.
 func ckptWaitFor(t *testing.T, what string, cond func() bool) {
@@ -111,7 +111,7 @@ func TestCheckpointTailReplay(t *testing.T) {
 	if n := ckptStats(ks).TailBytes; n != 0 {
 		t.Fatalf("tail after a checkpoint: %d bytes", n)
 	}
-	appendsBefore := ks.Stats().Log.Appends
+	appendsBefore := ks.Stats(nil).Log.Appends
 
 	put(0, "k1", "overwritten", 0)
 	put(0, "k200", "new after the checkpoint", 0)
@@ -144,7 +144,7 @@ func TestCheckpointTailReplay(t *testing.T) {
 	if err := se.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	tail := ks.Stats().Log.Appends - appendsBefore
+	tail := ks.Stats(nil).Log.Appends - appendsBefore
 	clk.Advance(2000) // ttl-soon and k4 expire
 	delete(want, dbKey{0, "ttl-soon"})
 	delete(want, dbKey{0, "k4"})

@@ -695,6 +695,9 @@ func (ks *Keyspace) moved(s *shard, h uint64, db uint8, key []byte, loc uint64) 
 // exists (an expired key does not) and returns the read's error or fn's. se (nil: none) is made
 // to wait for what the reply depends on.
 func (ks *Keyspace) GetRange(se *Session, db int, key []byte, span func(n int) (from, to int), fn func(v Value, m Meta) error) (bool, error) {
+	if se.batch() != nil {
+		return ks.getBatch(se, db, key, span, fn)
+	}
 	h := ks.hash(uint8(db), key)
 	found, err := ks.readValue(se, ks.shardOf(h), h, uint8(db), key, span, fn)
 	if found {

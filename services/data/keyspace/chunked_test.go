@@ -762,9 +762,9 @@ func TestChunkedReclaimFreesSpace(t *testing.T) {
 		writeAt(t, ks, se, 0, "big", -1, bytes.Repeat([]byte("y"), 20_000))
 	}
 	mustPut(t, ks, se, 0, "temp", strings.Repeat("t", n/2), clk.After(1000))
-	before := ks.Stats()
+	before := ks.Stats(nil)
 	reclaimUntilIdle(t, ks)
-	st := ks.Stats()
+	st := ks.Stats(nil)
 	t.Logf("overwritten: disk %d bytes before reclaiming, %d after; live %d", before.Log.DiskBytes, st.Log.DiskBytes, st.Reclaim.LiveBytes)
 	// The policy leaves segments up to half dead while disk use is within 1.5 times the live data.
 	if st.Reclaim.LiveBytes < n || st.Log.DiskBytes > st.Reclaim.LiveBytes*3/2+int64(2*opts.Shards)*opts.SegmentSize {
@@ -782,7 +782,7 @@ func TestChunkedReclaimFreesSpace(t *testing.T) {
 		}
 	}
 	reclaimUntilIdle(t, ks)
-	st = ks.Stats()
+	st = ks.Stats(nil)
 	t.Logf("deleted: disk %d bytes, live %d, %d segments", st.Log.DiskBytes, st.Reclaim.LiveBytes, st.Log.Segments)
 	if st.Reclaim.LiveBytes != 0 || st.Log.DiskBytes > int64(opts.Shards)*opts.SegmentSize {
 		t.Fatalf("after deleting: disk %d bytes, live %d; want at most a segment a shard", st.Log.DiskBytes, st.Reclaim.LiveBytes)
@@ -917,7 +917,7 @@ func TestChunkedConcurrentReads(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	st := ks.Stats().Reclaim
+	st := ks.Stats(nil).Reclaim
 	t.Logf("collector: %d segments, %d bytes moved; reads that looked again after their chunks moved: %d",
 		st.Segments, st.BytesMoved, ks.stats.moved.Load())
 	if st.BytesMoved == 0 {
@@ -1210,7 +1210,7 @@ func TestChunkedReclaimSettles(t *testing.T) {
 	}
 	n := reclaimUntilIdle(t, ks)
 	checkChunkedModel(t, ks, model, rng, "after reclaiming")
-	st := ks.Stats()
+	st := ks.Stats(nil)
 	t.Logf("settled after %d more collections: disk %d bytes, live %d", n, st.Log.DiskBytes, st.Reclaim.LiveBytes)
 	for k := range model {
 		if err := ks.Update(se, []Key{{Key: []byte(k)}}, func(tx *Tx) error { tx.Delete(0); return nil }); err != nil {
@@ -1221,7 +1221,7 @@ func TestChunkedReclaimSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 	reclaimUntilIdle(t, ks)
-	if st := ks.Stats(); st.Reclaim.LiveBytes != 0 || st.Log.DiskBytes > int64(opts.Shards)*opts.SegmentSize {
+	if st := ks.Stats(nil); st.Reclaim.LiveBytes != 0 || st.Log.DiskBytes > int64(opts.Shards)*opts.SegmentSize {
 		t.Fatalf("after deleting everything: disk %d bytes, live %d", st.Log.DiskBytes, st.Reclaim.LiveBytes)
 	}
 }

@@ -221,7 +221,7 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Tx.Value of a corrupt record: %v", err)
 	}
-	if n := ks.Stats().CorruptReads; n < 3 {
+	if n := ks.Stats(nil).CorruptReads; n < 3 {
 		t.Fatalf("CorruptReads = %d after three corrupt reads", n)
 	}
 	mustClose(t, ks)
@@ -238,7 +238,7 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	wantValue(t, ks, 0, "k", "old value")
 	wantValue(t, ks, 0, "fill0", strings.Repeat("f", 100))
 	wantValue(t, ks, 0, "more19", strings.Repeat("m", 100))
-	if n := ks.Stats().Log.Corrupt; n != 1 {
+	if n := ks.Stats(nil).Log.Corrupt; n != 1 {
 		t.Fatalf("replay counted %d corrupt records, want 1", n)
 	}
 }

@@ -19,7 +19,7 @@ func TestAvgTTL(t *testing.T) {
 	se := ks.NewSession()
 	check := func(when string, want ...int64) {
 		t.Helper()
-		info := ks.Info()
+		info := ks.Info(nil)
 		for db, w := range want {
 			if got := info[db].AvgTTLMs; got != w {
 				t.Fatalf("%s: db %d avg_ttl %d, want %d (%+v)", when, db, got, w, info[db])
@@ -176,7 +176,7 @@ func TestAvgTTLHuge(t *testing.T) {
 			t.Fatalf("sweep average %d, want about %d", a, int64(math.MaxInt64)-clk.Now())
 		}
 	}
-	if got := ks.Info()[0].AvgTTLMs; got < math.MaxInt64-clk.Now()-1024 {
+	if got := ks.Info(nil)[0].AvgTTLMs; got < math.MaxInt64-clk.Now()-1024 {
 		t.Fatalf("avg_ttl %d, want about %d", got, int64(math.MaxInt64)-clk.Now())
 	}
 }

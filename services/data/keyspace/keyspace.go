@@ -158,6 +158,8 @@ type shard struct {
 	recent [recentSlots]uint64
 	// loaded says Open loaded a checkpoint into the index (during Open only).
 	loaded bool
+	// watched are the keys of this shard connections WATCH, by index hash (watch.go).
+	watched map[uint32][]*watchReg
 }
 
 // Open opens the keyspace in opts.Dir, rebuilding the index from the value log.
@@ -323,12 +325,14 @@ func (s *shard) countLocked(e *entry, d int64) {
 }
 
 func (s *shard) removeLocked(i uint32, pos uint32) {
+	s.touchRemovedLocked(s.ix.entry(i))
 	s.markRemovedLocked(s.ix.entry(i))
 	s.countLocked(s.ix.entry(i), -1)
 	s.ix.remove(i, pos)
 }
 
 func (s *shard) clearLocked() {
+	s.touchAllLocked()
 	s.ix.clear()
 	clear(s.keys)
 	clear(s.expires)
@@ -532,6 +536,8 @@ type Session struct {
 	tx      []bool   // per shard: the wait covers transactions' other parts too
 	dirty   []int
 	notes   uint64
+	// exec is the EXEC the session is running (exec.go), nil when none.
+	exec *execBatch
 }
 
 // NewSession returns a session for one connection.

@@ -216,14 +216,14 @@ func TestPutGetLookup(t *testing.T) {
 	if se.Dirty() {
 		t.Fatal("session dirty after Wait")
 	}
-	if tb := ks.Stats().Log.TailBytes; tb != 0 {
+	if tb := ks.Stats(nil).Log.TailBytes; tb != 0 {
 		t.Fatalf("appendfsync always: %d tail bytes left after Wait", tb)
 	}
 
 	// Served from the segment file through the engine once synced.
-	reads := ks.Stats().Engine.Reads
+	reads := ks.Stats(nil).Engine.Reads
 	wantValue(t, ks, 0, "a", "1")
-	if ks.Stats().Engine.Reads == reads {
+	if ks.Stats(nil).Engine.Reads == reads {
 		t.Fatal("a synced value was not read through the engine")
 	}
 
@@ -370,7 +370,7 @@ func TestUpdateTxOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := ks.Stats(); st.Log.Appends != 0 {
+	if st := ks.Stats(nil); st.Log.Appends != 0 {
 		t.Fatalf("a transaction that changed nothing appended %d records", st.Log.Appends)
 	}
 
@@ -481,7 +481,7 @@ func TestUpdateTxOps(t *testing.T) {
 	}
 
 	// Put then Delete of a new key in one transaction writes nothing.
-	before := ks.Stats().Log.Appends
+	before := ks.Stats(nil).Log.Appends
 	err = ks.Update(se, []Key{key("tmp")}, func(tx *Tx) error {
 		tx.Put(0, []byte("x"), 0, TypeString)
 		if !tx.Delete(0) {
@@ -492,7 +492,7 @@ func TestUpdateTxOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := ks.Stats().Log.Appends - before; d != 0 {
+	if d := ks.Stats(nil).Log.Appends - before; d != 0 {
 		t.Fatalf("put+delete of a new key appended %d records", d)
 	}
 	wantMissing(t, ks, 0, "tmp")
@@ -507,7 +507,7 @@ func TestUpdateValueFromDisk(t *testing.T) {
 	defer ks.Close()
 	se := ks.NewSession()
 	mustPut(t, ks, se, 0, "k", "on disk", 0)
-	reads := ks.Stats().Engine.Reads
+	reads := ks.Stats(nil).Engine.Reads
 
 	calls := 0
 	err := ks.Update(se, []Key{{DB: 0, Key: []byte("k")}}, func(tx *Tx) error {
@@ -531,7 +531,7 @@ func TestUpdateValueFromDisk(t *testing.T) {
 	if calls != 2 {
 		t.Fatalf("fn ran %d times, want 2 (need value, then with it)", calls)
 	}
-	if ks.Stats().Engine.Reads == reads {
+	if ks.Stats(nil).Engine.Reads == reads {
 		t.Fatal("the value was not read through the engine")
 	}
 	if err := se.Wait(); err != nil {
@@ -772,7 +772,7 @@ func TestExpiryLazy(t *testing.T) {
 	if m, ok := ks.Lookup(nil, 0, []byte("k")); !ok || m.ExpireAt != exp {
 		t.Fatalf("Lookup = %+v, %v", m, ok)
 	}
-	if info := ks.Info()[0]; info.Keys != 2 || info.Expires != 1 {
+	if info := ks.Info(nil)[0]; info.Keys != 2 || info.Expires != 1 {
 		t.Fatalf("Info before expiry = %+v", info)
 	}
 	clk.Advance(999)
@@ -800,10 +800,10 @@ func TestExpiryLazy(t *testing.T) {
 	if n := ks.DBSize(nil, 0); n != 1 {
 		t.Fatalf("DBSize after lazy expiry = %d, want 1", n)
 	}
-	if info := ks.Info()[0]; info.Keys != 1 || info.Expires != 0 {
+	if info := ks.Info(nil)[0]; info.Keys != 1 || info.Expires != 0 {
 		t.Fatalf("Info after expiry = %+v", info)
 	}
-	if n := ks.Stats().ExpiredKeys; n != 1 {
+	if n := ks.Stats(nil).ExpiredKeys; n != 1 {
 		t.Fatalf("ExpiredKeys = %d, want 1", n)
 	}
 	// A new put of the key starts without a TTL.
@@ -837,7 +837,7 @@ func TestExpiryActive(t *testing.T) {
 	if err := se.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if info := ks.Info(); info[0].Expires+info[1].Expires != short+long {
+	if info := ks.Info(nil); info[0].Expires+info[1].Expires != short+long {
 		t.Fatalf("Info expires = %d+%d, want %d", info[0].Expires, info[1].Expires, short+long)
 	}
 	clk.Advance(1500)
@@ -853,14 +853,14 @@ func TestExpiryActive(t *testing.T) {
 	if removed == 0 {
 		t.Log("the background cycle removed every key first")
 	}
-	info := ks.Info()
+	info := ks.Info(nil)
 	if info[0].Keys != long || info[0].Expires != long || info[1].Keys != none || info[1].Expires != 0 {
 		t.Fatalf("Info after active expiry = %+v", info[:2])
 	}
 	if info[0].AvgTTLMs <= 0 {
 		t.Fatalf("avg ttl %d after sweeping keys with a TTL", info[0].AvgTTLMs)
 	}
-	if n := ks.Stats().ExpiredKeys; n != short {
+	if n := ks.Stats(nil).ExpiredKeys; n != short {
 		t.Fatalf("ExpiredKeys = %d, want %d", n, short)
 	}
 	for i := 0; i < long; i += 37 {
@@ -917,7 +917,7 @@ func TestExpiryChangesSurviveRestart(t *testing.T) {
 		if n := ks.DBSize(nil, 0); n != 2 {
 			t.Errorf("%s: DBSize = %d, want 2", when, n)
 		}
-		if info := ks.Info()[0]; info.Keys != 2 || info.Expires != 1 {
+		if info := ks.Info(nil)[0]; info.Keys != 2 || info.Expires != 1 {
 			t.Errorf("%s: Info = %+v, want 2 keys, 1 with TTL", when, info)
 		}
 	}
@@ -1164,7 +1164,7 @@ func TestDBSizeAndInfo(t *testing.T) {
 	}
 	check := func(when string, keys0, exp0, keys5 int64) {
 		t.Helper()
-		info := ks.Info()
+		info := ks.Info(nil)
 		if len(info) != opts.Databases {
 			t.Fatalf("%s: Info has %d databases", when, len(info))
 		}
@@ -1178,7 +1178,7 @@ func TestDBSizeAndInfo(t *testing.T) {
 		for db := range info {
 			total += info[db].Keys
 		}
-		if st := ks.Stats(); st.Keys != total {
+		if st := ks.Stats(nil); st.Keys != total {
 			t.Fatalf("%s: Stats.Keys %d, Info total %d", when, st.Keys, total)
 		}
 	}

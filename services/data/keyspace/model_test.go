@@ -351,7 +351,7 @@ func (w *workload) step() {
 	case r < 980:
 		w.opGetRange()
 	default:
-		w.opPut()
+		w.opExec()
 	}
 	if w.rng.Float64() < w.waitProb {
 		if err := w.se.Wait(); err != nil {
@@ -855,7 +855,7 @@ func (w *workload) visibleKeys(db int) []string {
 // and the counts; exact says no expired key may still be counted (right after Open).
 func (w *workload) fullCheck(exact bool) {
 	w.t.Helper()
-	info := w.ks.Info()
+	info := w.ks.Info(nil)
 	for db := range w.opts.Databases {
 		want := w.visibleKeys(db)
 		var got []string

@@ -82,7 +82,7 @@ func TestIndexMemoryAccounting(t *testing.T) {
 	ks := mustOpen(t, opts)
 	se := ks.NewSession()
 	indexBytes := func() int64 {
-		st := ks.Stats()
+		st := ks.Stats(nil)
 		if got := offheapBytes.Load() - base; got != st.IndexBytes {
 			t.Fatalf("off-heap %d bytes, Stats.IndexBytes %d", got, st.IndexBytes)
 		}
@@ -105,7 +105,7 @@ func TestIndexMemoryAccounting(t *testing.T) {
 	ks = mustOpen(t, opts)
 	se = ks.NewSession()
 	indexBytes()
-	if got := ks.Stats().Keys; got != n {
+	if got := ks.Stats(nil).Keys; got != n {
 		t.Fatalf("%d keys after reopening, want %d", got, n)
 	}
 	if err := ks.FlushAll(se); err != nil {
@@ -129,7 +129,7 @@ func TestIndexMemoryAccounting(t *testing.T) {
 		t.Fatalf("Put after Close: %v", err)
 	}
 	ks.Keys(nil, 0, func([]byte, Meta) { t.Fatal("Keys after Close visited a key") })
-	if ks.Stats().IndexBytes != 0 || ks.DBSize(nil, 0) != 0 {
+	if ks.Stats(nil).IndexBytes != 0 || ks.DBSize(nil, 0) != 0 {
 		t.Fatal("closed keyspace reports keys or index memory")
 	}
 }

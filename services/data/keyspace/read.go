@@ -24,6 +24,9 @@ func (e *entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <
 // Lookup returns a key's metadata. An expired key is reported missing (and removed). se (nil:
 // none) is made to wait for what the answer depends on (durable.go).
 func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
+	if se.batch() != nil {
+		return ks.lookupBatch(se, db, key)
+	}
 	h := ks.hash(uint8(db), key)
 	s := ks.shardOf(h)
 	s.mu.RLock()
@@ -176,6 +179,9 @@ func (v Value) Each(part func([]byte) error) error {
 // key does not) and returns the error of the read, or fn's. se (nil: none) is made to wait for
 // what the reply depends on (durable.go).
 func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta) error) (bool, error) {
+	if se.batch() != nil {
+		return ks.getBatch(se, db, key, nil, fn)
+	}
 	h := ks.hash(uint8(db), key)
 	s := ks.shardOf(h)
 	var p pendingRead
@@ -234,6 +240,9 @@ const (
 // returns false. It returns the first error fn returned. se (nil: none) is made to wait for what
 // the replies depend on.
 func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
+	if se.batch() != nil {
+		return ks.mgetBatch(se, db, keys, fn)
+	}
 	n := min(len(keys), mgetBatch)
 	ps := make([]pendingRead, n)
 	found := make([]bool, n)

@@ -209,7 +209,7 @@ func TestReclaimOverwriteBackground(t *testing.T) {
 	ks.SetReclaimRate(1 << 30) // wake the collector instead of waiting for its tick
 	var st Stats
 	eventually(t, 60*time.Second, "disk use within twice the live data", func() bool {
-		st = ks.Stats()
+		st = ks.Stats(nil)
 		return st.Log.DiskBytes <= 2*st.Reclaim.LiveBytes
 	})
 	t.Logf("disk %d bytes, live %d, dead %d; reclaimed %d segments, moved %d bytes, freed %d",
@@ -235,7 +235,7 @@ func TestReclaimOverwriteBackground(t *testing.T) {
 	if err := checkAccounting(ks); err != nil {
 		t.Fatal(err)
 	}
-	if st2 := ks.Stats(); st2.Reclaim.LiveBytes != st.Reclaim.LiveBytes {
+	if st2 := ks.Stats(nil); st2.Reclaim.LiveBytes != st.Reclaim.LiveBytes {
 		t.Fatalf("live bytes %d after the restart, %d before", st2.Reclaim.LiveBytes, st.Reclaim.LiveBytes)
 	}
 }
@@ -256,7 +256,7 @@ func TestReclaimDeletedAndExpired(t *testing.T) {
 		}
 		mustPut(t, ks, se, 0, fmt.Sprint("key", k), strings.Repeat("x", 200), exp)
 	}
-	before := ks.Stats().Log.DiskBytes
+	before := ks.Stats(nil).Log.DiskBytes
 	for k := 0; k < keys; k += 2 {
 		err := ks.Update(se, []Key{{DB: 0, Key: []byte(fmt.Sprint("key", k))}}, func(tx *Tx) error {
 			tx.Delete(0)
@@ -278,7 +278,7 @@ func TestReclaimDeletedAndExpired(t *testing.T) {
 		t.Fatalf("%d keys left", n)
 	}
 	n := reclaimUntilIdle(t, ks)
-	st := ks.Stats()
+	st := ks.Stats(nil)
 	t.Logf("disk %d bytes before, %d after reclaiming %d segments (%d segment files); live %d, dead %d, records kept %d",
 		before, st.Log.DiskBytes, n, st.Log.Segments, st.Reclaim.LiveBytes, st.Reclaim.DeadBytes, st.Reclaim.RecordsKept)
 	if st.Reclaim.LiveBytes != 0 || st.Log.DiskBytes > int64(opts.Shards)*opts.SegmentSize {
@@ -727,7 +727,7 @@ func TestCrashReclaimBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	check()
-	st := ks.Stats().Reclaim
+	st := ks.Stats(nil).Reclaim
 	mustClose(t, ks)
 	t.Logf("%d crash points; the collector reclaimed %d segments, moved %d bytes", crashes+1, st.Segments, st.BytesMoved)
 	if st.Segments == 0 {
@@ -864,7 +864,7 @@ func TestReclaimConcurrentFlushes(t *testing.T) {
 		}
 	}
 	check(ks)
-	st := ks.Stats().Reclaim
+	st := ks.Stats(nil).Reclaim
 	mustClose(t, ks)
 	t.Logf("reclaimed %d segments, moved %d bytes", st.Segments, st.BytesMoved)
 	ks = mustOpen(t, opts)

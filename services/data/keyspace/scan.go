@@ -28,13 +28,17 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 	if !ks.ValidCursor(cursor) {
 		return 0
 	}
+	b := se.batch()
+	if b != nil && b.flushed[db] {
+		cursor = uint64(len(ks.shards)) << 32 // no key of the index is left in db
+	}
 	budget := max(count*8, 1024)
 	si, ei := int(cursor>>32), uint32(cursor)
-	now := ks.opts.Now()
+	now := ks.now(se)
 	got := 0
 	for si < len(ks.shards) {
 		s := ks.shards[si]
-		s.mu.RLock()
+		s.rlock(se)
 		ks.noteShardLocked(se, s)
 		for ; ei < s.ix.high && got < count && budget > 0; ei++ {
 			budget--
@@ -42,11 +46,14 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 			if !e.live() || int(e.db()) != db || e.expired(now) {
 				continue
 			}
+			if b != nil && b.lookup(e.db(), s.ix.key(e)) != nil {
+				continue // an EXEC wrote it: it comes at the end, as the EXEC sees it
+			}
 			got++
 			fn(s.ix.key(e), e.metaOf())
 		}
 		done := ei >= s.ix.high
-		s.mu.RUnlock()
+		s.runlock(se)
 		if !done {
 			return uint64(si)<<32 | uint64(ei)
 		}
@@ -56,6 +63,13 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 		}
 	}
 	if si >= len(ks.shards) {
+		if b != nil {
+			// The keys the EXEC wrote, with the call that ends the iteration.
+			b.each(db, func(k *txKey) {
+				m, _ := k.meta()
+				fn(k.key, m)
+			})
+		}
 		return 0
 	}
 	return uint64(si) << 32
@@ -79,6 +93,9 @@ func (ks *Keyspace) Keys(se *Session, db int, fn func(key []byte, m Meta)) {
 // key like any other: it comes back as a non-nil empty slice, so callers must test for nil,
 // not for length 0.
 func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
+	if b := se.batch(); b != nil {
+		return ks.randomKeyBatch(se, b, db)
+	}
 	if ks.DBSize(se, db) == 0 {
 		return nil
 	}
@@ -126,6 +143,9 @@ func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
 // DBSize returns the number of keys in db (including expired keys not yet removed, as Redis).
 // se (nil: none) is made to wait for everything appended so far.
 func (ks *Keyspace) DBSize(se *Session, db int) int64 {
+	if b := se.batch(); b != nil {
+		return ks.dbSizeBatch(b, db)
+	}
 	var n int64
 	for _, s := range ks.shards {
 		s.mu.RLock()
@@ -142,18 +162,19 @@ type DBInfo struct {
 	AvgTTLMs      int64
 }
 
-// Info returns per-database counts and the avg_ttl estimate (expire.go).
-func (ks *Keyspace) Info() []DBInfo {
+// Info returns per-database counts and the avg_ttl estimate (expire.go). se (nil: none) is the
+// caller's session; inside an EXEC the counts are those before it.
+func (ks *Keyspace) Info(se *Session) []DBInfo {
 	out := make([]DBInfo, ks.opts.Databases)
 	ttl := ks.newAvgTTLEstimate()
 	for _, s := range ks.shards {
-		s.mu.RLock()
+		s.rlock(se)
 		for db := range out {
 			out[db].Keys += s.keys[db]
 			out[db].Expires += s.expires[db]
 		}
 		ttl.addLocked(s)
-		s.mu.RUnlock()
+		s.runlock(se)
 	}
 	for db := range out {
 		if out[db].Expires > 0 {
@@ -166,6 +187,10 @@ func (ks *Keyspace) Info() []DBInfo {
 // FlushDB removes every key of db: a FLUSHDB record in each shard that holds keys of db, one
 // transaction when there are several (txcond.go).
 func (ks *Keyspace) FlushDB(se *Session, db int) error {
+	if b := se.batch(); b != nil {
+		b.flush(db, false)
+		return nil
+	}
 	unlock := ks.lockAll()
 	defer unlock()
 	var shards []*shard
@@ -190,7 +215,14 @@ func (ks *Keyspace) FlushDB(se *Session, db int) error {
 // shard has synced its record, the older segments go. A crash before that keeps the old data
 // (the transaction is incomplete, or complete with the old segments still there to be
 // flushed again by replay); nothing waits for the disk under the shard locks.
+//
+// Inside an EXEC it is a FLUSHALL record in each shard holding keys, part of the EXEC's
+// transaction; the old segments go as the collector finds them dead.
 func (ks *Keyspace) FlushAll(se *Session) error {
+	if b := se.batch(); b != nil {
+		b.flush(0, true)
+		return nil
+	}
 	unlock := ks.lockAll()
 	firsts := make([]uint32, len(ks.shards))
 	for i, s := range ks.shards {
@@ -303,8 +335,8 @@ type Stats struct {
 	Reclaim                                 ReclaimStats
 }
 
-// Stats collects counters from every shard.
-func (ks *Keyspace) Stats() Stats {
+// Stats collects counters from every shard. se (nil: none) is the caller's session.
+func (ks *Keyspace) Stats(se *Session) Stats {
 	st := Stats{
 		Hits: ks.stats.hits.Load(), Misses: ks.stats.misses.Load(),
 		ExpiredKeys: ks.stats.expired.Load(), CorruptReads: ks.stats.corrupt.Load(),
@@ -314,10 +346,10 @@ func (ks *Keyspace) Stats() Stats {
 	st.Checkpoint = ks.checkpointStats()
 	st.Reclaim = ks.reclaimStats()
 	for _, s := range ks.shards {
-		s.mu.RLock()
+		s.rlock(se)
 		st.Keys += int64(s.ix.count)
 		st.IndexBytes += s.ix.bytes()
-		s.mu.RUnlock()
+		s.runlock(se)
 		ls := s.log.Stats()
 		st.Log.Segments += ls.Segments
 		st.Log.DiskBytes += ls.DiskBytes

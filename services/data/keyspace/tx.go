@@ -102,8 +102,10 @@ func (tx *Tx) Now() int64 { return tx.now }
 func (tx *Tx) Exists(i int) bool { return tx.keys[i].found }
 
 // Meta returns key i's metadata.
-func (tx *Tx) Meta(i int) (Meta, bool) {
-	k := tx.keys[i]
+func (tx *Tx) Meta(i int) (Meta, bool) { return tx.keys[i].meta() }
+
+// meta is the key's metadata as the transaction sees it.
+func (k *txKey) meta() (Meta, bool) {
 	if !k.found {
 		return Meta{}, false
 	}
@@ -306,6 +308,9 @@ func (tx *Tx) SetExpire(i int, expireAt int64) {
 // more than once and must not have side effects outside the Tx until it returns nil. Writes are
 // recorded in se for the connection's durability wait.
 func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error {
+	if b := se.batch(); b != nil {
+		return ks.updateBatch(se, b, keys, fn)
+	}
 	tx := &Tx{ks: ks}
 	tx.setup(keys)
 	shards := make([]*shard, 0, len(tx.uniq))
@@ -320,7 +325,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		tx.begin()
 		err := fn(tx)
 		if err == nil {
-			err = tx.commitLocked(se)
+			err = tx.commitLocked(se, nil)
 			unlockAll(shards)
 			tx.noteDeps(se)
 			return err
@@ -333,23 +338,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		// Fetch the wanted values. After a few attempts lost to concurrent writers, read while
 		// holding the locks so the transaction cannot starve.
 		holding := attempt >= 3
-		var pend []*pendingRead
-		var want []*txKey
-		for _, k := range tx.uniq {
-			if !k.found || !k.wants() || k.entry.chunked() && k.manValid() {
-				continue // a chunked value's chunks are read after its manifest (fetch)
-			}
-			p := &pendingRead{}
-			k.shard.prepareLocked(p, &k.entry, k.db, k.key)
-			pend = append(pend, p)
-			want = append(want, k)
-		}
-		var chunked []*txKey
-		for _, k := range tx.uniq {
-			if k.found && k.wants() && k.entry.chunked() {
-				chunked = append(chunked, k)
-			}
-		}
+		pend, want, chunked := tx.wantedLocked()
 		if !holding {
 			unlockAll(shards)
 		}
@@ -363,6 +352,27 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 			unlockAll(shards)
 		}
 	}
+}
+
+// wantedLocked prepares the reads of what the attempt asked for and did not have: the records
+// of pend (values, or chunked values' manifests) for the keys of want, and the chunked keys,
+// whose chunks are read after their manifests. The keys' shard locks are held.
+func (tx *Tx) wantedLocked() (pend []*pendingRead, want, chunked []*txKey) {
+	for _, k := range tx.uniq {
+		if !k.found || !k.wants() || k.entry.chunked() && k.manValid() {
+			continue // a chunked value's chunks are read after its manifest (fetch)
+		}
+		p := &pendingRead{}
+		k.shard.prepareLocked(p, &k.entry, k.db, k.key)
+		pend = append(pend, p)
+		want = append(want, k)
+	}
+	for _, k := range tx.uniq {
+		if k.found && k.wants() && k.entry.chunked() {
+			chunked = append(chunked, k)
+		}
+	}
+	return pend, want, chunked
 }
 
 // noteDeps makes se wait for the changes the keys the transaction looked at depend on.
@@ -407,7 +417,9 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding b
 				k.man, k.manLoc, k.parts = m, k.entry.loc(), nil
 			}
 		default:
-			k.cached = append(k.cached[:0], val...)
+			// A new buffer each time: a value put from this one (COPY, RENAME) may still use
+			// the old one.
+			k.cached = bytes.Clone(val)
 			k.cachedLoc, k.haveCached = k.entry.loc(), true
 		}
 		if err != nil && first == nil {
@@ -510,8 +522,7 @@ func (tx *Tx) setup(keys []Key) {
 func (tx *Tx) begin() {
 	tx.now = tx.ks.opts.Now()
 	for _, k := range tx.uniq {
-		k.op, k.val, k.wantValue = opNone, nil, false
-		k.wantMan, k.wantParts, k.edits, k.elen, k.plan = false, nil, nil, 0, nil
+		k.resetOps()
 		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
 		k.dep = k.shard.depLocked(k.hash)
 		k.found = ok
@@ -522,30 +533,46 @@ func (tx *Tx) begin() {
 	}
 }
 
+// resetOps forgets what an attempt did to the key and asked of it.
+func (k *txKey) resetOps() {
+	k.op, k.val, k.wantValue = opNone, nil, false
+	k.wantMan, k.wantParts, k.edits, k.elen, k.plan = false, nil, nil, 0, nil
+}
+
 // commitLocked appends the transaction's records and updates the index. A transaction that
 // writes one record (or one chunked value: its chunks and manifest) appends it as it is; one
 // that writes more makes every shard's part one run of records, all carrying the transaction's
-// commit condition, so that a crash leaves all of it or none (txcond.go). Nothing here waits for
-// the disk: the session's durability wait does, after the locks are gone.
-func (tx *Tx) commitLocked(se *Session) error {
+// commit condition, so that a crash leaves all of it or none (txcond.go). b, for the commit of
+// an EXEC, adds its flush records, first in each shard's part. Nothing here waits for the disk:
+// the session's durability wait does, after the locks are gone.
+func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 	var writers []*txKey
 	for _, k := range tx.uniq {
-		if k.writesLocked() {
+		if k.writesLocked(b) {
 			writers = append(writers, k)
 		}
 	}
-	switch len(writers) {
-	case 0:
+	flushes := b.flushesLocked(tx.ks)
+	switch {
+	case len(writers)+len(flushes) == 0:
 		return nil
-	case 1:
+	case len(writers) == 1 && len(flushes) == 0:
 		return tx.applyLocked(se, writers[0], nil)
+	case len(writers) == 0 && len(flushes) == 1:
+		f := flushes[0]
+		_, err := tx.ks.appendEachLocked(se, []*shard{f.s}, f.header(), f.applyLocked)
+		return err
 	}
 	// Puts first: a removal may compact the index's key arena, which the room reserved for
-	// new keys must not depend on.
+	// new keys must not depend on. (Flushes go before both: the puts after them reserve their
+	// room again as they apply, and find it, the flush having just freed memory.)
 	slices.SortStableFunc(writers, func(a, b *txKey) int { return cmp.Compare(a.removeRank(), b.removeRank()) })
 	var shards []*shard
 	for _, k := range writers {
 		shards = append(shards, k.shard)
+	}
+	for _, f := range flushes {
+		shards = append(shards, f.s)
 	}
 	shards = sortShards(shards)
 	extLen := txExtLen(txCode(len(shards), len(tx.ks.shards)), len(tx.ks.shards))
@@ -555,6 +582,9 @@ func (tx *Tx) commitLocked(se *Session) error {
 	for i, s := range shards {
 		parts[i].s = s
 	}
+	for _, f := range flushes {
+		parts[slices.Index(shards, f.s)].bytes += vlog.RecordSize(extLen, 0, 0)
+	}
 	for _, k := range writers {
 		p := &parts[slices.Index(shards, k.shard)]
 		n, err := k.recordBytes(extLen)
@@ -562,11 +592,9 @@ func (tx *Tx) commitLocked(se *Session) error {
 			return err
 		}
 		p.bytes += n
-		if k.op == opPut || k.op == opEdit {
-			if _, _, found := k.shard.ix.find(uint32(k.hash), k.db, k.key); !found {
-				p.news++
-				p.arena += arenaSize(len(k.key))
-			}
+		if (k.op == opPut || k.op == opEdit) && !k.inIndexLocked(b) {
+			p.news++
+			p.arena += arenaSize(len(k.key))
 		}
 	}
 	cond := tx.ks.newTx()
@@ -594,15 +622,24 @@ func (tx *Tx) commitLocked(se *Session) error {
 	ext := cond.encode(make([]byte, 0, extLen))
 	tx.ends, tx.multiShard = make(map[*shard]uint64, len(shards)), len(shards) > 1
 	defer func() { tx.ends, tx.multiShard = nil, false }()
+	fail := func(err error) error {
+		// Only a bug, a closed log or an index refused memory gets here: the room was
+		// reserved. The parts already appended must never apply, whatever the logs reach
+		// later.
+		cancelReserves(parts)
+		if aerr := tx.ks.tx.abort(tx.ks.opts.FS, tx.ks.opts.Dir, cond.id); aerr != nil {
+			tx.ks.log.Error("cannot record an aborted transaction", "err", aerr)
+		}
+		return err
+	}
+	for _, f := range flushes {
+		if err := tx.flushLocked(se, f, ext); err != nil {
+			return fail(err)
+		}
+	}
 	for _, k := range writers {
 		if err := tx.applyLocked(se, k, ext); err != nil {
-			// Only a bug or a closed log gets here: the room was reserved. The parts already
-			// appended must never apply, whatever the logs reach later.
-			cancelReserves(parts)
-			if aerr := tx.ks.tx.abort(tx.ks.opts.FS, tx.ks.opts.Dir, cond.id); aerr != nil {
-				tx.ks.log.Error("cannot record an aborted transaction", "err", aerr)
-			}
-			return err
+			return fail(err)
 		}
 	}
 	tx.ks.addBarriersLocked(shards, tx.ends)
@@ -643,14 +680,13 @@ func cancelReserves(parts []txPart) {
 }
 
 // writesLocked reports whether k's pending operation writes a record: a delete of a key that
-// is no longer there (lazy expiry removed it within the attempt) writes none.
-func (k *txKey) writesLocked() bool {
+// is no longer there (lazy expiry removed it within the attempt, or b flushed it) writes none.
+func (k *txKey) writesLocked(b *execBatch) bool {
 	switch k.op {
 	case opPut, opEdit, opExpire:
 		return true
 	case opDelete:
-		_, _, found := k.shard.ix.find(uint32(k.hash), k.db, k.key)
-		return found
+		return k.inIndexLocked(b)
 	}
 	return false
 }
@@ -709,6 +745,7 @@ func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
 	if k.op == opDelete && !found {
 		return nil // deleted by lazy expiry within this transaction: nothing on disk to undo
 	}
+	s.touchLocked(k.hash, k.db, k.key)
 	if k.op == opPut && !found {
 		// Room in the index first: a record the index cannot take must not reach the log.
 		if err := s.ix.reserve(len(k.key)); err != nil {
@@ -762,6 +799,16 @@ func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
 // Put sets (db, key) to val of type vtype with expireAt (0 = none), replacing any value: the
 // fast path of a plain SET, with no transaction set-up. An expireAt already past deletes the key.
 func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vtype uint8) error {
+	if b := se.batch(); b != nil {
+		return ks.updateBatch(se, b, []Key{{DB: db, Key: key}}, func(tx *Tx) error {
+			if expireAt != 0 && expireAt <= tx.now {
+				tx.Delete(0)
+			} else {
+				tx.Put(0, val, expireAt, vtype)
+			}
+			return nil
+		})
+	}
 	h := ks.hash(uint8(db), key)
 	s := ks.shardOf(h)
 	s.mu.Lock()

@@ -62,6 +62,7 @@ type replySpan struct {
 func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
 	defer func() {
 		nc.Close()
+		s.ks.Unwatch(nil, &cl.Watches)
 		s.mu.Lock()
 		delete(s.clients, cl.ID)
 		s.mu.Unlock()
@@ -258,7 +259,8 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(cmd, commands.ErrNoAuth)
 		return
 	}
-	if cmd.Flags&commands.FlagWrite != 0 {
+	multi := c.cl.Multi
+	if cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes() {
 		if err := s.ks.WriteErr(); err != nil {
 			c.reject(cmd, commands.Error(commands.ErrorLine(err)+"; write commands are refused until it succeeds"))
 			return
@@ -268,17 +270,29 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(cmd, commands.ArityError(cmd))
 		return
 	}
+	if multi != nil && !cmd.RunsInMulti() {
+		if err := multi.Queue(cmd, args, s.cfg.Int("client-query-buffer-limit")); err != nil {
+			c.reject(cmd, err.(commands.Error))
+			return
+		}
+		c.cl.NoteMulti()
+		c.w.Simple("QUEUED")
+		c.silence(mark)
+		return
+	}
 	c.cl.SetLastCmd(cmd)
 	ctx := &c.ctx
 	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr = args, cmd, false, false, nil
+	ctx.Writes, ctx.InnerErrors = false, 0
 	c.midFlushed = false
 	notes := ctx.Sess.Notes()
 	before := c.cl.ReplyMode
 	if !c.run(cmd, ctx, mark) {
 		return
 	}
+	write := cmd.Flags&commands.FlagWrite != 0 || ctx.Writes
 	if ctx.Broken {
-		c.abandon(mark, cmd.Flags&commands.FlagWrite != 0)
+		c.abandon(mark, write)
 		return
 	}
 	cmd.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
@@ -287,7 +301,8 @@ func (c *conn) dispatch(args [][]byte) {
 		cmd.Stats.Failed.Add(1)
 		s.stats.errReplies.Add(1)
 	}
-	c.noteSpan(mark, notes, cmd.Flags&commands.FlagWrite != 0)
+	s.stats.errReplies.Add(uint64(ctx.InnerErrors))
+	c.noteSpan(mark, notes, write)
 	c.applyReplyMode(cmd, before, mark)
 }
 
@@ -296,7 +311,7 @@ func (c *conn) dispatch(args [][]byte) {
 // and the batch reads what the GETs one by one could have read; from an authenticated client
 // whose replies are on.
 func (c *conn) getRun(cmds []resp.Command) int {
-	if c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
+	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
 		return 0
 	}
 	n := 0
@@ -387,12 +402,22 @@ func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, 
 		}
 		return
 	}
+	if before == commands.ReplyOff {
+		c.dropReply(mark)
+		return
+	}
+	c.silence(mark)
+}
+
+// silence drops the reply written from mark if the client asked for no reply to it (CLIENT
+// REPLY OFF or SKIP).
+func (c *conn) silence(mark int) {
 	switch {
-	case before == commands.ReplyOff:
+	case c.cl.ReplyMode == commands.ReplyOff:
 		c.dropReply(mark)
-	case cl.SkipNext:
+	case c.cl.SkipNext:
 		c.dropReply(mark)
-		cl.SkipNext = false
+		c.cl.SkipNext = false
 	}
 }
 
@@ -405,19 +430,25 @@ func (c *conn) dropReply(mark int) {
 
 // reject replies with err for a command that was not run, counting it as Redis does
 // (rejected_calls for known commands).
+//
+// Inside MULTI a refused command marks the transaction, which EXEC then discards; a refused EXEC
+// discards it (and the watched keys) at once, saying why (EXECABORT).
 func (c *conn) reject(cmd *commands.Command, err commands.Error) {
 	if cmd != nil {
 		cmd.Stats.Rejected.Add(1)
 	}
 	c.s.stats.errReplies.Add(1)
+	switch {
+	case cmd != nil && cmd.Name == "exec":
+		// Inside MULTI or not, as Redis does.
+		c.ctx.Discard()
+		err = commands.ExecAbort(err)
+	case c.cl.Multi != nil:
+		c.cl.Multi.Fail()
+	}
 	mark := c.w.Len()
 	c.w.Error(string(err))
-	if c.cl.ReplyMode == commands.ReplyOff {
-		c.w.Truncate(mark)
-	} else if c.cl.SkipNext {
-		c.w.Truncate(mark)
-		c.cl.SkipNext = false
-	}
+	c.silence(mark)
 }
 
 // unknownCommand formats Redis 7's unknown-command error.

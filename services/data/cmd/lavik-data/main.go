@@ -146,7 +146,7 @@ func run(args []string) int {
 		log.Error("cannot open the data directory", "dir", cfg.Get("dir"), "err", err)
 		return 1
 	}
-	st := ks.Stats()
+	st := ks.Stats(nil)
 	log.Info("data loaded", "keys", st.Keys, "seconds", fmt.Sprintf("%.3f", ks.LoadTime().Seconds()), "segments", st.Log.Segments)
 
 	srv := server.New(server.Options{Config: cfg, Keyspace: ks, Logger: log, ConfigFile: configFile})
