@@ -11,6 +11,10 @@ FUZZTIME  ?= 100000x
 GOFLAGS   ?=
 
 BINARIES := lavik-data lavik-bench
+# The concurrent packages, tested again under the race detector; the storage packages, tested
+# again with their costly self-checks (the invariants build tag).
+RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server
+INVARIANT_PKGS := ./services/data/vlog ./services/data/keyspace
 
 .DEFAULT_GOAL := help
 
@@ -36,6 +40,8 @@ run: build ## build and start a standalone lavik-data on $(PORT) with data in $(
 .PHONY: test
 test: build vet fmt-check proto-check ## build and run the whole test suite (unit, fuzz smoke, end-to-end)
 	$(GO) test $(GOFLAGS) -count=1 -timeout 20m ./...
+	$(GO) test $(GOFLAGS) -race -count=1 -timeout 20m $(RACE_PKGS)
+	$(GO) test $(GOFLAGS) -tags invariants -count=1 -timeout 20m $(INVARIANT_PKGS)
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReplyReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./services/data/vlog

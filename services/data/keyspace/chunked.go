@@ -485,6 +485,9 @@ func (tx *Tx) putChunkedLocked(se *Session, k *txKey, i uint32, found bool, ext 
 		return err
 	}
 	s.registerLocked(m.oid, k.db, k.key)
+	if invariants {
+		tx.ks.checkKeyLocked(s, k.db, k.key)
+	}
 	return nil
 }
 
@@ -539,6 +542,9 @@ func (tx *Tx) editChunkedLocked(se *Session, k *txKey, i uint32, found bool, ext
 	}
 	v := valueRef{vtype: k.vtype | vtChunked, tx: code, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(k.elen)}
 	_, _, err = s.pointLocked(i, true, uint32(k.hash), k.db, k.key, v)
+	if invariants && err == nil {
+		tx.ks.checkKeyLocked(s, k.db, k.key)
+	}
 	return err
 }
 
@@ -999,6 +1005,9 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		ks.markChunkDead(man, j)
 	}
 	e.seg, e.off = loc.Seg, loc.Off
+	if invariants {
+		ks.checkEntryLocked(s, i)
+	}
 	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), manifestSize(nm.length, nm.chunk))))
 	return true, s.log.Flush(lsn, false)
 }

@@ -223,6 +223,13 @@ func Open(opts Options) (*Keyspace, error) {
 		}
 		return nil, err
 	}
+	if invariants {
+		for _, s := range ks.shards {
+			s.mu.Lock()
+			ks.checkShardLocked(s)
+			s.mu.Unlock()
+		}
+	}
 	ks.wg.Add(2)
 	go ks.expireLoop()
 	go ks.syncLoop()
@@ -430,6 +437,9 @@ func (ks *Keyspace) Close() error {
 	var errs []error
 	for _, s := range ks.shards {
 		s.mu.Lock()
+		if invariants {
+			ks.checkShardLocked(s)
+		}
 		errs = append(errs, s.log.Close())
 		// The index lives outside the Go heap, so nothing would free it but this.
 		s.ix.release()

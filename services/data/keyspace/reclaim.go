@@ -183,7 +183,7 @@ func (ks *Keyspace) startReclaim() {
 			if err != nil {
 				ks.log.Error("manifests of chunked values unreadable; their chunks are not counted live", "shard", s.id, "err", err)
 			}
-			s.log.SetLive(live)
+			s.log.SetLive(live, err == nil)
 			s.deadMans = nil // counted dead by SetLive already
 			if segs := s.log.SegmentStats(); len(segs) > 0 {
 				ks.rc.fresh[s.id] = segs[len(segs)-1].ID + 1
@@ -461,6 +461,9 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit, force bool) error
 		ks.log.Error("segment still holds live records after reclamation; left alone", "shard", s.id, "segment", id, "live_bytes", st.Live())
 		return nil
 	}
+	if invariants {
+		ks.checkDropLocked(s, func(seg uint32) bool { return seg == id })
+	}
 	if err := s.log.DropSegment(id); err != nil {
 		return err
 	}
@@ -668,6 +671,9 @@ func (ks *Keyspace) rewriteBatchLocked(s *shard, seg uint32, recs []vlog.Record,
 				}
 				s.log.MarkDead(r.Loc, r.Size())
 				e.seg, e.off = loc.Seg, loc.Off
+				if invariants {
+					ks.checkKeyLocked(s, h.DB, r.Key)
+				}
 				written += r.Size()
 				lsn = n
 				continue

@@ -250,6 +250,11 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 		}
 	}
 	for i, s := range ks.shards {
+		if invariants {
+			s.mu.Lock()
+			ks.checkDropLocked(s, func(seg uint32) bool { return seg < firsts[i] })
+			s.mu.Unlock()
+		}
 		s.log.DropSegmentsBefore(firsts[i])
 	}
 	return nil

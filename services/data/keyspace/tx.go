@@ -793,6 +793,9 @@ func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
 		e.expireAt = k.expireAt
 		s.countLocked(e, 1)
 	}
+	if invariants {
+		tx.ks.checkKeyLocked(s, k.db, k.key)
+	}
 	return nil
 }
 

@@ -151,6 +151,8 @@ type Log struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
+	// exactAcct: the segments' accounting is exact (SetLive), for the invariants build.
+	exactAcct bool
 	// segs holds every segment of the log, open ones included; dropped, the segments dropped
 	// whose last reference (a reader, a pin) has not let go yet.
 	segs    map[uint32]*segment

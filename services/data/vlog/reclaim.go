@@ -129,6 +129,13 @@ const (
 func (l *Log) markDead(loc Loc, n int64, why int) {
 	l.mu.Lock()
 	if s := l.segs[loc.Seg]; s != nil {
+		if invariants && l.exactAcct && (loc.Off < SegmentHeaderSize || int64(loc.Off)+n > l.segSizeLocked(s) || n > l.segSizeLocked(s)-s.acct.dead) {
+			// A record marked dead twice, or one that is not there: the keyspace's
+			// accounting is wrong, and the collector would trust it.
+			l.mu.Unlock()
+			panic(fmt.Sprintf("vlog invariant: %s: %d bytes at %v marked dead, segment of %d bytes with %d dead",
+				l.opts.Dir, n, loc, l.segSizeLocked(s), s.acct.dead))
+		}
 		n = min(n, l.segSizeLocked(s)-s.acct.dead)
 		s.acct.dead += n
 		switch why {
@@ -154,8 +161,11 @@ func (l *Log) MarkAllDead() {
 
 // SetLive sets every segment's live bytes, live[id] (absent: none), as the keyspace computes
 // them from its index after Open. Dead bytes not known to be non-puts count as possible puts.
-func (l *Log) SetLive(live map[uint32]int64) {
+// exact says live is exact (every manifest could be read): the invariants build then checks
+// that no record is marked dead twice from now on.
+func (l *Log) SetLive(live map[uint32]int64, exact bool) {
 	l.mu.Lock()
+	l.exactAcct = exact
 	for id, s := range l.segs {
 		size := l.segSizeLocked(s)
 		s.acct.dead = max(0, size-live[id])

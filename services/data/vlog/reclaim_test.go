@@ -90,7 +90,7 @@ func TestSegmentAccounting(t *testing.T) {
 
 	// SetLive, as the keyspace calls it after Open: dead bytes not known to be non-puts
 	// become possible puts.
-	l.SetLive(map[uint32]int64{last.Seg: RecordSize(0, len(fmt.Sprint(0)), 500)})
+	l.SetLive(map[uint32]int64{last.Seg: RecordSize(0, len(fmt.Sprint(0)), 500)}, true)
 	st = segStat(t, l, put.Seg)
 	if st.Dead != st.Size || st.Stale != st.Size-(hdr+2*del+flush) || st.Removed != st.Stale {
 		t.Fatalf("after SetLive: %+v", st)
@@ -343,7 +343,7 @@ func TestChunkAccounting(t *testing.T) {
 		t.Fatalf("all dead: %+v", st)
 	}
 	// SetLive after a restart: known chunk bytes stay chunks, the rest of unknown cause.
-	l.SetLive(map[uint32]int64{})
+	l.SetLive(map[uint32]int64{}, true)
 	st = segStat(t, l, c0.Seg)
 	if st.Dead != st.Size || st.Chunks != 2*n || st.Stale != st.Size-hdr-2*n {
 		t.Fatalf("after SetLive: %+v", st)

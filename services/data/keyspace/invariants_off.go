@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package keyspace
+
+const invariants = false

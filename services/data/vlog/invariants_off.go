@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package vlog
+
+const invariants = false
