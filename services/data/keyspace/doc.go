@@ -9,9 +9,21 @@
 // of every shard it touches; if it needs a value that is on disk, the locks are dropped, the
 // value is read, and the function runs again if and only if no key it looked at changed.
 //
+// A change of several records (a transaction over several keys or shards, a FLUSHALL) is one
+// unit in the logs: its records carry a commit condition naming where each shard's part ends,
+// and recovery applies it only if every part is there (txcond.go). MULTI ... EXEC runs its
+// commands under every shard's lock against an overlay of their writes and commits them as one
+// such transaction (exec.go); WATCH registers keys in their shards, whose writers mark the
+// watchers (watch.go).
+//
 // Durability is per connection: a Session remembers the highest log position it produced in
 // each shard, and Session.Wait (called before a batch's replies go out) group-commits those
-// logs according to the appendfsync policy.
+// logs according to the appendfsync policy. Reads are durable too: a read of a key whose newest
+// record is not yet as durable as the policy promises makes its session wait for it
+// (durable.go), so no reply exposes what a crash could take back.
+//
+// The data directory records its format (format.go, LAVIK_FORMAT); a directory of the previous
+// format is converted at Open, crash-safely (upgrade.go), and a newer one is refused.
 //
 // The index (index.go) costs at most 48 bytes a key beyond the key's bytes: a 32-byte entry, a
 // 4-byte slot at load 0.375-0.75 and a length prefix for the key. Its arrays hold no pointers and

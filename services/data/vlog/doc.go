@@ -3,17 +3,27 @@
 //
 // # Records
 //
-// Every change to a key is one self-describing record (see record.go): CRC32C, kind, database,
-// value type, key, version, expire-at and payload. A record can be verified alone, so recovery
-// rebuilds the whole index from the log with no other metadata, and a reader that fetched a
-// record from disk checks its CRC and key before serving a single byte of it.
+// Every change to a key is one self-describing record (see record.go): a 48-byte header (CRC32C,
+// kind, database, value type, flags, version, expire-at, a sub-record index and how much of its
+// segment was synced when it was appended), an optional extension block (a transaction's commit
+// condition), the key and the payload. A record can be verified alone, so recovery rebuilds the
+// whole index from the log with no other metadata, and a reader that fetched a record from disk
+// checks its CRC and key before serving a single byte of it. Each segment starts with a 64-byte
+// header naming the format and the segment; a kind, flag or format this version does not know
+// is refused (ErrNewerFormat), never taken for damage. format1.go reads the previous format, for
+// the keyspace's upgrade.
 //
-// A large value is the exception that proves the rule: its bytes are chunk records (KindChunk),
-// each carrying the key and its offset in the value, and the change itself is one put record,
+// A large value is the exception that proves the rule: its bytes are sub-records (KindSub), each
+// carrying the value's object id and the chunk's index, and the change itself is one put record,
 // the value's manifest, which names the chunks by location (package keyspace, chunked.go).
 // Chunks precede their manifest in the log, so a manifest that survived a crash has all its
-// chunks. The log treats chunk records as opaque but for their accounting (reclaim.go): replay
+// chunks. The log treats sub-records as opaque but for their accounting (reclaim.go): replay
 // hands them on like any record, and the keyspace never applies one.
+//
+// A change of several records (a transaction: MSET over shards, MULTI/EXEC) carries its commit
+// condition in each record's extension block; the keyspace applies it at recovery only if every
+// part reached its log. AddBarrier keeps a log from making anything after its part durable before
+// the other parts are (see the keyspace's txcond.go).
 //
 // # Writing and durability
 //
@@ -46,16 +56,16 @@
 //
 // # Recovery policy
 //
-// Replay reads every segment in order and verifies every record. A record that fails its CRC
-// (or cannot be decoded) in the newest segment is a torn tail: the segment is truncated at the
-// last good record and the cut is logged, because a crash in the middle of a write can leave
-// exactly that. A bad record in any older (sealed) segment cannot be a torn write: it is
-// reported as corruption, counted, never served, and replay resynchronises at the next offset
-// where a whole record verifies. Keys whose newest record was lost that way fall back to the
-// newest record that verifies; the corruption counter in INFO persistence tells the operator.
+// Open tells a torn tail from corruption (replay.go). Bytes a crash cut short were never
+// acknowledged as durable, and a torn tail (a bad record with nothing valid that claims it
+// synced) is cut. Bytes that were synced and no longer verify (a flipped bit, a lost sector) are
+// corruption: the node refuses to start with a *CorruptionError naming the segment and offset,
+// or, with Options.Repair, moves the damaged bytes into the shard's quarantine directory and
+// keeps every valid record after them. Records carry what proves which bytes were synced (their
+// Synced field, flagPrevSealed, and mark records after quiet syncs).
 //
-// With an index checkpoint (Options.ReplayFrom, position.go) replay starts at the position the
-// checkpoint covers: the same checks apply to the records from there on, and the segments before
-// it are opened for reads without being read. A record they hold that went bad since is then
-// found by the read that fetches it, which refuses it as corrupt, rather than at start-up.
+// Replay then hands every verified record, from a position (an index checkpoint's, position.go)
+// or from the start, to the keyspace. The segments before the position are opened for reads
+// without being read; a record they hold that went bad since is found by the read that fetches
+// it, which refuses it as corrupt (counted in INFO persistence), rather than at start-up.
 package vlog
