@@ -264,6 +264,60 @@ func testCorruptionInShardLog(t *testing.T, where string, kind vfs.DamageKind) {
 	t.Logf("damage [%d, %d): %d keys fell back to an older record, %d are gone", d0, d1, fellBack, lost)
 }
 
+// TestRepairWithCheckpoint: the shard's index was checkpointed at Close, and the newest record
+// of a key, in the newest segment, goes bad. The repair at Open writes a mark over it; the
+// checkpoint's entry for the key points there, so the key must not come from the checkpoint: it
+// falls back to its previous record, at the repairing start and at a start after a crash that
+// followed it.
+func TestRepairWithCheckpoint(t *testing.T) {
+	clk := newTestClock()
+	mem := vfs.NewMem()
+	opts := testOpts(mem, clk)
+	opts.Shards = 1
+	ks := mustOpen(t, opts)
+	se := ks.NewSession()
+	mustPut(t, ks, se, 0, "k", "old value", 0)
+	for i := 0; i < 10; i++ {
+		mustPut(t, ks, se, 0, fmt.Sprintf("other%d", i), strings.Repeat("o", 100), 0)
+	}
+	newVal := strings.Repeat("new value ", 10)
+	mustPut(t, ks, se, 0, "k", newVal, 0)
+	mustPut(t, ks, se, 0, "after", "a", 0)
+	_, seg, off := locate(t, ks, "k")
+	mustClose(t, ks)
+	if _, err := mem.Stat(filepath.Join(opts.Dir, shardDirName(0), ckptName)); err != nil {
+		t.Fatalf("no checkpoint written at close: %v", err)
+	}
+	path := filepath.Join(opts.Dir, shardDirName(0), fmt.Sprintf("%08d.seg", seg))
+	if _, err := mem.FlipBit(path, int64(off)+vlog.HeaderSize+1+20, 1); err != nil {
+		t.Fatal(err)
+	}
+	var ce *vlog.CorruptionError
+	if _, err := Open(opts); !errors.As(err, &ce) || ce.Offset != int64(off) {
+		t.Fatalf("open: %v, want a corruption error at offset %d", err, off)
+	}
+	check := func(ks *Keyspace) {
+		t.Helper()
+		wantValue(t, ks, 0, "k", "old value")
+		wantValue(t, ks, 0, "after", "a")
+		wantValue(t, ks, 0, "other9", strings.Repeat("o", 100))
+	}
+	ropts := opts
+	ropts.RepairCorruption = true
+	ks = mustOpen(t, ropts)
+	check(ks)
+	crashed := mem.CrashClone()
+	mustClose(t, ks)
+	ks = mustOpen(t, opts)
+	check(ks)
+	mustClose(t, ks)
+	copts := testOpts(crashed, clk)
+	copts.Shards = 1
+	ks = mustOpen(t, copts)
+	check(ks)
+	mustClose(t, ks)
+}
+
 // multiKeyCmd is one multi-key command of TestCrashTxAtomicity and what it does: each key's new
 // value, or nil for a removal.
 type multiKeyCmd struct {
