@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
@@ -302,20 +303,24 @@ func decodeTxExt(b []byte) (id uint64, ends map[int]Loc) {
 	return id, ends
 }
 
-// txCloner takes crash clones (CrashCloneRandom) before random mutating operations. Every
-// mutating operation passes through its mutex, so a clone never holds an operation that started
-// after one it lacks had finished; acked is the set of transactions known synced in every log
-// when the clone was taken.
+// txCloner takes crash clones before random mutating operations: of a power loss
+// (CrashCloneRandom: what was synced, and part of what was not), or with kill set of a killed
+// process (everything written, as the page cache keeps it). Every mutating operation passes
+// through its mutex, so a clone never holds an operation that started after one it lacks had
+// finished. synced and written are the transactions whose every part a flush made synced, or
+// written; a clone keeps the set its kind of crash must keep whole.
 type txCloner struct {
 	mu     sync.Mutex
 	mem    *vfs.MemFS
+	dirs   []string
+	kill   bool
 	rng    *rand.Rand
 	p      float64
 	max    int
 	clones []txClone
-	// ackMu guards acked; taken under mu, never the other way round.
-	ackMu sync.Mutex
-	acked map[uint64]bool
+	// ackMu guards synced and written; taken under mu, never the other way round.
+	ackMu           sync.Mutex
+	synced, written map[uint64]bool
 }
 
 type txClone struct {
@@ -331,25 +336,64 @@ func (c *txCloner) MaybeError(op vfs.Op, path string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.clones) < c.max && c.rng.Float64() < c.p {
-		c.ackMu.Lock()
-		acked := make(map[uint64]bool, len(c.acked))
-		for id := range c.acked {
-			acked[id] = true
-		}
-		c.ackMu.Unlock()
-		c.clones = append(c.clones, txClone{fs: c.mem.CrashCloneRandom(c.rng), acked: acked})
+	if len(c.clones) >= c.max || c.rng.Float64() >= c.p {
+		return nil
 	}
+	c.ackMu.Lock()
+	acked := maps.Clone(c.synced)
+	if c.kill {
+		acked = maps.Clone(c.written)
+	}
+	c.ackMu.Unlock()
+	clone := txClone{acked: acked}
+	if c.kill {
+		clone.fs = killClone(c.mem, c.dirs)
+	} else {
+		clone.fs = c.mem.CrashCloneRandom(c.rng)
+	}
+	c.clones = append(c.clones, clone)
 	return nil
+}
+
+// killClone copies the files of dirs as they read now, which is what a process that was killed
+// leaves: the kernel still writes back whatever it was given.
+func killClone(mem *vfs.MemFS, dirs []string) *vfs.MemFS {
+	out := vfs.NewMem()
+	for _, d := range dirs {
+		out.MkdirAll(d, 0o755)
+		names, err := mem.List(d)
+		if err != nil {
+			continue // not created yet
+		}
+		for _, n := range names {
+			src, err := mem.Open(filepath.Join(d, n))
+			if err != nil {
+				panic(err) // nothing here removes files while the clone runs
+			}
+			size, _ := src.Size()
+			b := make([]byte, size)
+			src.ReadAt(b, 0)
+			src.Close()
+			f, _ := out.Create(filepath.Join(d, n))
+			f.WriteAt(b, 0)
+			f.Sync()
+			f.Close()
+		}
+		out.SyncDir(d)
+	}
+	return out
 }
 
 // TestBarriersConcurrent commits transactions over three logs from several goroutines, each
 // holding the locks of the logs it appends to (taken in a global order, as shards' locks are),
 // while other goroutines flush random logs, synced or not, and append marks. Nothing may
-// deadlock. With peer sync on, crash clones taken at random points must satisfy what recovery
-// relies on: a transaction a crash left incomplete has every part that survived in the region of
-// its log that recovery reads for torn tails (TailTx), so cutting there leaves nothing after it;
-// and a transaction synced in every log before the crash is complete.
+// deadlock, and crash clones taken at random points must satisfy what recovery relies on: a
+// transaction a crash left incomplete has every part that survived in the region of its log that
+// recovery reads for torn tails (TailTx), so cutting there leaves nothing after it; and a
+// transaction flushed in every log before the crash is complete. With peer sync on (appendfsync
+// always) that holds for a power loss and "flushed" means synced; with it off, barriers order
+// only the writes, and it holds for a killed process, "flushed" meaning written (for a power loss
+// see TestBarrierWrittenOnlyPowerLoss).
 func TestBarriersConcurrent(t *testing.T) {
 	for _, peerSync := range []bool{true, false} {
 		t.Run(fmt.Sprintf("peerSync=%v", peerSync), func(t *testing.T) {
@@ -362,13 +406,8 @@ func TestBarriersConcurrent(t *testing.T) {
 func runBarriers(t *testing.T, seed uint64, peerSync bool) {
 	const nlogs, committers, flushers, perCommitter = 3, 4, 3, 150
 	mem := vfs.NewMem()
-	cl := &txCloner{mem: mem, rng: rand.New(rand.NewPCG(seed, 1)), p: 0.01, max: 25, acked: map[uint64]bool{}}
-	if !peerSync {
-		// Barriers that wait only for their peers to be written keep the order of writes, which
-		// a killed process keeps and a power loss does not: see
-		// TestBarrierWrittenOnlyPowerLoss. Only deadlock freedom is checked here.
-		cl.max = 0
-	}
+	cl := &txCloner{mem: mem, dirs: []string{"/l0", "/l1", "/l2"}, kill: !peerSync, rng: rand.New(rand.NewPCG(seed, 1)),
+		p: 0.01, max: 25, synced: map[uint64]bool{}, written: map[uint64]bool{}}
 	fs := vfs.NewErrorFS(mem, cl)
 	logs := make([]*Log, nlogs)
 	locks := make([]sync.Mutex, nlogs)
@@ -450,7 +489,7 @@ func runBarriers(t *testing.T, seed uint64, peerSync bool) {
 		l.Close()
 	}
 	t.Logf("%d transactions, %d crash clones", nextID.Load(), len(clones))
-	if peerSync && len(clones) < 5 {
+	if len(clones) < 5 {
 		t.Fatalf("only %d crash clones", len(clones))
 	}
 	for i, c := range clones {
@@ -541,11 +580,12 @@ func commitRandom(rng *rand.Rand, logs []*Log, locks []sync.Mutex, nextID *atomi
 			return err
 		}
 	}
+	cl.ackMu.Lock()
+	cl.written[id] = true
 	if sync {
-		cl.ackMu.Lock()
-		cl.acked[id] = true
-		cl.ackMu.Unlock()
+		cl.synced[id] = true
 	}
+	cl.ackMu.Unlock()
 	return nil
 }
 
@@ -603,7 +643,7 @@ func checkTxClone(c txClone, nlogs int) error {
 	}
 	for id := range c.acked {
 		if ends, ok := seen[id]; !ok || !complete(ends) {
-			return fmt.Errorf("transaction %d was synced in every log before the crash and is not whole after it (%v)", id, ends)
+			return fmt.Errorf("transaction %d was flushed in every log before the crash and is not whole after it (%v)", id, ends)
 		}
 	}
 	return nil
