@@ -67,8 +67,9 @@ func (g *gate) release() {
 }
 
 // TestRotationDoesNotWaitForSync blocks a sync leader inside fdatasync and, meanwhile, appends
-// enough to rotate several times, writes (without syncing) and reads every record back: none of
-// that may wait for the sync. Afterwards every record is durable.
+// enough to rotate several times, writes without syncing now and then, and after each append
+// reads back the new record and a random earlier one (from memory: none is synced): none of that
+// may wait for the sync. Afterwards every record is durable.
 func TestRotationDoesNotWaitForSync(t *testing.T) {
 	mem := vfs.NewMem()
 	g := newGate("", vfs.OpSync)
