@@ -452,6 +452,25 @@ func (ks *Keyspace) loadCheckpoint(s *shard) (bool, error) {
 		}
 		return false, nil
 	}
+	if s.log.Stats().Repaired > 0 {
+		// Opening the log moved damaged records aside and wrote a mark over them (vlog's
+		// repair): entries of the checkpoint may point at them, and only a replay of the whole
+		// log lets their keys fall back to their previous records. The checkpoint goes, durably,
+		// so that a start after a crash does not load it either.
+		err := fsys.Remove(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err == nil {
+			err = fsys.SyncDir(s.ckpt.dir)
+		}
+		if err != nil {
+			return false, fmt.Errorf("keyspace: remove the checkpoint of a repaired log: %w", err)
+		}
+		ks.ckpt.rejected.Add(1)
+		ks.log.Warn("the log was repaired; checkpoint removed, replaying the whole log", "shard", s.id)
+		return false, nil
+	}
 	f, err := fsys.Open(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

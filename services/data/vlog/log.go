@@ -604,6 +604,11 @@ func (l *Log) leadWriteLocked(target uint64) error {
 		if !ok || b.end >= target {
 			return nil
 		}
+		// Wake the callers what is written now satisfies before waiting for the peers: one of
+		// them may be another log's leader, waiting at its own barrier for bytes of this log
+		// before this one, and the peers this leader waits for may need it to go on. Waking
+		// them only when this leader is done would leave the two leaders waiting for each other.
+		l.cond.Broadcast()
 		if err := l.resolveLocked(b); err != nil {
 			return err
 		}

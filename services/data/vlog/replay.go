@@ -413,7 +413,13 @@ func (l *Log) segScan(id uint32) (*scanner, func(), error) {
 }
 
 // sealProof reports whether a valid record of segment id says the segment before it was wholly
-// synced when the record was appended. It reads only up to the first such record.
+// synced when the record was appended. It reads only up to the first such record, past bad
+// records: a record that verifies was appended as it reads, so its flag is true of the moment
+// it was appended whether or not the record itself became durable (a record after a torn hole,
+// or after damage). Stopping at a bad record instead would make a sealed segment look as if it
+// might end in a torn tail whenever its successor is damaged before its proof, and a second
+// damage in the sealed segment's last records would then be cut, with every later segment, as
+// a torn tail.
 func (l *Log) sealProof(id uint32) (bool, error) {
 	sc, done, err := l.segScan(id)
 	if err != nil {
@@ -426,7 +432,8 @@ func (l *Log) sealProof(id uint32) (bool, error) {
 			if errors.Is(err, ErrNewerFormat) {
 				return false, l.newerErr(id, off, err)
 			}
-			return false, nil // a bad record: whatever follows proves nothing by itself
+			off = sc.resync(off + 1)
+			continue
 		}
 		if r.Header.Flags&flagPrevSealed != 0 {
 			return true, nil
