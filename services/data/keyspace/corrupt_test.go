@@ -245,14 +245,14 @@ func testCorruptionInShardLog(t *testing.T, where string, kind vfs.DamageKind) {
 				wantMissing(t, ks, 0, key)
 			}
 		}
-		if n := ks.DBSize(0); n != int64(len(want)) {
+		if n := ks.DBSize(nil, 0); n != int64(len(want)) {
 			t.Fatalf("%d keys, want %d", n, len(want))
 		}
 		wantCorrupt := uint64(0)
 		if o.RepairCorruption {
 			wantCorrupt = 1
 		}
-		if st := ks.Stats(); st.Log.Corrupt != wantCorrupt {
+		if st := ks.Stats(nil); st.Log.Corrupt != wantCorrupt {
 			t.Fatalf("repair %v: %d corrupt ranges found", o.RepairCorruption, st.Log.Corrupt)
 		}
 		mustClose(t, ks)
