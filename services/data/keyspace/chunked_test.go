@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/vlog"
@@ -836,7 +837,13 @@ func TestChunkedConcurrentReads(t *testing.T) {
 		go func() {
 			defer writers.Done()
 			se := ks.NewSession()
-			for i := 0; i < iters && !stop.Load(); i++ {
+			// The iterations, and on a busy machine more until the collector has moved
+			// something while the readers run.
+			start := time.Now()
+			more := func(i int) bool {
+				return i < iters || ks.rc.moved.Load() == 0 && time.Since(start) < 30*time.Second
+			}
+			for i := 0; more(i) && !stop.Load(); i++ {
 				k := churn[(i+w)%len(churn)]
 				c := byte('A' + (i+w*13)%26)
 				var err error

@@ -126,3 +126,52 @@ func TestSlowSyncBlocksNoShard(t *testing.T) {
 		wantValue(t, ks, 0, fmt.Sprintf("k%d", i), want)
 	}
 }
+
+// TestSegmentsSealOnStableCuts: a full segment is sealed once a stable cut covers it (every
+// shard synced past a consistent cut), which the background sync publishes every second, so
+// recovery reads only the newest segments for torn tails and incomplete transactions; before
+// that, it stays open, however long ago it was synced.
+func TestSegmentsSealOnStableCuts(t *testing.T) {
+	opts := testOpts(vfs.NewMem(), newTestClock())
+	opts.Shards, opts.SegmentSize, opts.Fsync = 2, 4<<10, vlog.FsyncEverysec
+	ks := mustOpen(t, opts)
+	defer ks.Close()
+	opened := time.Now()
+	se := ks.NewSession()
+	for i := 0; i < 200; i++ {
+		k := []Key{{Key: []byte(keyInShard(2, 0, 0, fmt.Sprintf("a%d.", i)))}, {Key: []byte(keyInShard(2, 0, 1, fmt.Sprintf("b%d.", i)))}}
+		if err := ks.Update(se, k, func(tx *Tx) error {
+			tx.Put(0, bytes.Repeat([]byte("x"), 100), 0, TypeString)
+			tx.Put(1, bytes.Repeat([]byte("y"), 100), 0, TypeString)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := se.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	active := func(s *shard) int {
+		n := 0
+		for _, st := range s.log.SegmentStats() {
+			if st.Active {
+				n++
+			}
+		}
+		return n
+	}
+	s0 := ks.shards[0]
+	if err := s0.log.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := active(s0); n < 2 && time.Since(opened) < 900*time.Millisecond { // before the first tick
+		t.Fatalf("shard 0 synced alone: %d open segments, want its full ones still open (no stable cut yet)", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for active(s0) > 1 || active(ks.shards[1]) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("open segments %d and %d after 5 s: the sync loop published no stable cut", active(s0), active(ks.shards[1]))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

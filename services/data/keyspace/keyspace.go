@@ -282,6 +282,8 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		Fsync:       ks.opts.Fsync,
 		Logger:      ks.log.With("shard", id),
 		Repair:      ks.opts.RepairCorruption,
+		// A transaction's part is sealed only with the whole transaction (stableCut).
+		SealWhenStable: true,
 	})
 	if err != nil {
 		s.ix.release()
@@ -427,7 +429,9 @@ func (ks *Keyspace) Close() error {
 	close(ks.stop)
 	ks.wg.Wait()
 	// Each log ends with a proof of its durability before the checkpoints note where the
-	// logs end, so that a clean restart replays nothing.
+	// logs end, so that a clean restart replays nothing: the logs are synced and stable where
+	// they end, so the proof covers the seal of every full segment too.
+	ks.syncAll()
 	for _, s := range ks.shards {
 		if err := ks.syncAndMark(s); err != nil && !errors.Is(err, vlog.ErrClosed) {
 			ks.log.Error("final sync failed", "shard", s.id, "err", err)
@@ -456,8 +460,15 @@ func (ks *Keyspace) Close() error {
 // After a good sync it lets the log append a mark if its records do not yet prove what is
 // durable (vlog.Log.Mark), so that a quiet shard is proven too. While a shard's log has a write
 // error the loop retries it, every second and whenever WriteErr is asked (retry).
+//
+// Each round also advances the logs' stable LSNs (vlog.Log.SetStable) to a consistent cut taken
+// before the syncs, once every log has synced past it (stableCut).
 func (ks *Keyspace) syncLoop() {
+	var cut []uint64
 	ks.every(time.Second, ks.retry, func() bool {
+		if cut == nil {
+			cut = ks.cutLSNs()
+		}
 		for _, s := range ks.shards {
 			var err error
 			switch {
@@ -472,17 +483,59 @@ func (ks *Keyspace) syncLoop() {
 				ks.log.Error("background sync failed", "shard", s.id, "err", err)
 			}
 		}
+		if ks.publishStable(cut) {
+			cut = nil
+		}
 		return true
 	})
 }
 
-// syncAll syncs every shard's log up to where it ends now.
+// Stable cuts. A transaction's parts are appended to their logs under all their shards' locks,
+// so the logs' appended LSNs read under every shard's lock are a consistent cut: every
+// transaction lies wholly before it or wholly after it in each log. Once every log has synced
+// past its LSN of the cut, no transaction below the cut can be found incomplete by a recovery,
+// and the logs may seal the segments below it (vlog.Log.SetStable): recovery then need not look
+// for incomplete transactions there. Under appendfsync always the barriers alone would do;
+// under everysec and no, a transaction's part can be synced in one log while another part is
+// only written to the OS in its own, and sealing on a sync alone would hide the first part from
+// the recovery that must drop it with everything after it. The cut costs one pass over the
+// shard locks a second, and keeps full segments open (their files, not their bytes) about a
+// second longer.
+
+// cutLSNs returns every log's appended LSN at one instant, under every shard's lock.
+func (ks *Keyspace) cutLSNs() []uint64 {
+	unlock := ks.lockAll()
+	defer unlock()
+	cut := make([]uint64, len(ks.shards))
+	for i, s := range ks.shards {
+		cut[i] = s.log.AppendedLSN()
+	}
+	return cut
+}
+
+// publishStable makes cut the logs' stable LSNs if every log has synced past its LSN of it,
+// and reports whether it did.
+func (ks *Keyspace) publishStable(cut []uint64) bool {
+	for i, s := range ks.shards {
+		if s.log.DurableLSN(true) < cut[i] {
+			return false
+		}
+	}
+	for i, s := range ks.shards {
+		s.log.SetStable(cut[i])
+	}
+	return true
+}
+
+// syncAll syncs every shard's log up to where it ends now, and makes that a stable cut.
 func (ks *Keyspace) syncAll() error {
+	cut := ks.cutLSNs()
 	for _, s := range ks.shards {
 		if err := s.log.Sync(); err != nil {
 			return err
 		}
 	}
+	ks.publishStable(cut)
 	return nil
 }
 

@@ -249,6 +249,9 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 			return fmt.Errorf("keyspace: %w", err)
 		}
 	}
+	// The FLUSHALL records, appended under every lock, are a consistent cut, synced: the old
+	// segments below it are sealed, and can go.
+	ks.publishStable(lsns)
 	for i, s := range ks.shards {
 		if invariants {
 			s.mu.Lock()

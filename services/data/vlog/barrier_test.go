@@ -653,17 +653,19 @@ func checkTxClone(c txClone, nlogs int) error {
 // TestBarrierWrittenOnlyPowerLoss: with barriers that wait only for their peers to be written
 // (appendfsync everysec), log a writes what follows a transaction's part once b's part is
 // written, and a's own sync (the keyspace syncs its shards one after the other) makes all of it
-// durable, seals a's segment and proves the seal, while b's part is still only written. A power
-// loss then keeps a's part and what follows it, in a sealed segment, and loses b's part. The
-// transaction is incomplete, and its part in a is not in a's TailTx, so recovery cannot cut a
-// there: what followed the transaction in a stays, although it may depend on the transaction
-// that replay then drops.
+// durable while b's part is still only written. A power loss then keeps a's part and what follows
+// it and loses b's part: the transaction is incomplete, and recovery must find a's part (TailTx)
+// to cut a there, with what followed it. So a's full segment must not count as sealed on its
+// sync alone (SealWhenStable): only once a stable cut (SetStable) covers it, which the keyspace
+// sets only when every log has synced past a consistent cut.
 func TestBarrierWrittenOnlyPowerLoss(t *testing.T) {
-	knownBug(t, "under appendfsync everysec a power loss can keep a transaction's part in a sealed "+
-		"segment, outside TailTx, while losing the part in another log; recovery then keeps what followed it")
 	mem := vfs.NewMem()
-	a, _ := collect(t, func() Options { o := recOpts(mem, "/a"); o.SegmentSize = 4096; return o }())
-	b, _ := collect(t, recOpts(mem, "/b"))
+	a, _ := collect(t, func() Options {
+		o := recOpts(mem, "/a")
+		o.SegmentSize, o.SealWhenStable = 4096, true
+		return o
+	}())
+	b, _ := collect(t, func() Options { o := recOpts(mem, "/b"); o.SealWhenStable = true; return o }())
 	defer a.Close()
 	defer b.Close()
 	ext := txExt(1, map[int]Loc{0: {}, 1: {}})

@@ -79,6 +79,10 @@ type Options struct {
 	// and go on with the valid records after them, instead of failing with a
 	// *CorruptionError. See replay.go.
 	Repair bool
+	// SealWhenStable makes a full segment count as sealed only once SetStable covers it, not
+	// as soon as it is synced: the logs of a keyspace whose transactions span several logs
+	// (see SetStable).
+	SealWhenStable bool
 }
 
 // MaxSegmentSize is the largest allowed SegmentSize (offsets in a Loc are uint32 and one
@@ -153,6 +157,10 @@ type Log struct {
 	cond *sync.Cond
 	// exactAcct: the segments' accounting is exact (SetLive), for the invariants build.
 	exactAcct bool
+	// stable is the LSN below which every record is synced and belongs to no transaction with
+	// a part that may still be lost in another log (SetStable). weakEnd is the end of the last
+	// barrier resolved with its peers only written (appendfsync everysec or no).
+	stable, weakEnd uint64
 	// segs holds every segment of the log, open ones included; dropped, the segments dropped
 	// whose last reference (a reader, a pin) has not let go yet.
 	segs    map[uint32]*segment
@@ -268,6 +276,7 @@ func Open(opts Options) (*Log, error) {
 	l.tailTx = rec.tx
 	l.mu.Lock()
 	l.updateBoundsLocked()
+	l.stable = l.cur().lsnBase + uint64(l.cur().size) // recovery synced it; CutAt lowers it
 	l.mu.Unlock()
 	return l, nil
 }
@@ -780,6 +789,9 @@ func (l *Log) resolveLocked(b barrier) error {
 		}
 	}
 	l.mu.Lock()
+	if !sync {
+		l.weakEnd = max(l.weakEnd, b.end)
+	}
 	if err != nil {
 		// This log cannot go on until the other part is written: its writes fail, and refuse,
 		// until a retry finds the other log writing again.
@@ -855,12 +867,13 @@ func (l *Log) leadSyncLocked() error {
 	return nil
 }
 
-// sealLocked closes the write side of full segments that are wholly synced: from now on they are
+// sealLocked closes the write side of full segments that are wholly synced (and whose
+// transactions are complete on disk, with SealWhenStable: see stableLocked): from now on they are
 // read from their files only, and records appended to the next segment say it is sealed.
 func (l *Log) sealLocked() {
 	for len(l.open) > 1 {
 		o := l.open[0]
-		if !o.full || o.syncedOff < o.size {
+		if !o.full || o.syncedOff < o.size || l.opts.SealWhenStable && !l.stableLocked(o.lsnBase+uint64(o.size)) {
 			return
 		}
 		if err := o.wf.Close(); err != nil {
@@ -891,6 +904,42 @@ func (l *Log) waitIdleLocked() {
 	for l.writing || l.syncing {
 		l.cond.Wait()
 	}
+}
+
+// SetStable records that every record below lsn is synced and that every transaction with a
+// part below lsn has all its other parts synced in their logs: no recovery can find one of them
+// incomplete, so none can cut this log below lsn. The keyspace establishes it for a consistent
+// cut of all its logs (the LSNs of every log at one instant, under all the shard locks) once each
+// log has synced past its LSN of the cut.
+//
+// With SealWhenStable, a full segment is sealed only once it lies below the stable LSN. That is
+// what makes a segment's seal (flagPrevSealed, which recovery trusts to stop looking for a torn
+// tail) also say that no transaction part in it can be incomplete: recovery looks for
+// incomplete transactions in the segments that are not proven sealed (TailTx), and under
+// appendfsync everysec or no a transaction's part may be synced here while another part is only
+// written to the OS in its own log, where a power loss takes it.
+func (l *Log) SetStable(lsn uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lsn > l.stable {
+		l.stable = lsn
+		l.sealLocked()
+	}
+}
+
+// stableLocked reports whether no transaction with a part below lsn can be found incomplete by a
+// recovery: a stable cut covers lsn, or every barrier below it was resolved with its peers synced
+// (appendfsync always) and none before lsn waits, once the barriers resolved with peers only
+// written are all below a stable cut.
+func (l *Log) stableLocked(lsn uint64) bool {
+	if lsn <= l.stable {
+		return true
+	}
+	if l.weakEnd > l.stable {
+		return false
+	}
+	b, pending := l.pendingBarrierLocked()
+	return !pending || b.end > lsn
 }
 
 // Sync makes everything appended so far durable.

@@ -216,6 +216,7 @@ func (l *Log) CutAt(at Loc) error {
 		}
 	}
 	l.tailTx = tx
+	l.stable = min(l.stable, l.open[0].lsnBase+uint64(size))
 	l.updateBoundsLocked()
 	return nil
 }
