@@ -560,7 +560,9 @@ func (l *Log) quarantine(id uint32, off, next int64, reason error) error {
 	return nil
 }
 
-// repairHeader moves a damaged segment header aside and writes a good one.
+// repairHeader moves a damaged segment header aside and writes a good one. The new header names
+// no previous segment: what the damaged one recorded cannot be trusted, so the size of the
+// segment before it goes unchecked.
 func (l *Log) repairHeader(id uint32, old []byte) error {
 	p := l.segPath(id)
 	qp, err := l.keepAside(segName(id)+".header.bad", old)
@@ -572,7 +574,7 @@ func (l *Log) repairHeader(id uint32, old []byte) error {
 		return fmt.Errorf("vlog: repair: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(appendSegHeader(nil, id, 0), 0); err != nil {
+	if _, err := f.WriteAt(appendSegHeader(nil, id, 0, SegExtent{}), 0); err != nil {
 		return fmt.Errorf("vlog: repair: %w", err)
 	}
 	if err := f.Sync(); err != nil {
