@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,6 +34,21 @@ func recoverSeed(t *testing.T, seed uint64) uint64 {
 		}
 	})
 	return seed
+}
+
+// recoverSeeds is how many seeds a randomized recovery test runs: def, or LAVIK_RECOVER_SEEDS
+// when set (for soak runs).
+func recoverSeeds(t *testing.T, def uint64) uint64 {
+	t.Helper()
+	s := os.Getenv("LAVIK_RECOVER_SEEDS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		t.Fatalf("LAVIK_RECOVER_SEEDS=%q: want a positive count", s)
+	}
+	return n
 }
 
 // knownBug skips a test that fails because of a bug not fixed yet, unless LAVIK_KNOWN_BUGS=1 asks
@@ -654,6 +670,7 @@ func TestTornTailCut(t *testing.T) { runTornTail(t, 400, false) }
 func TestTornTailCutAfterDirSync(t *testing.T) { runTornTail(t, 400, true) }
 
 func runTornTail(t *testing.T, seeds uint64, dirSync bool) {
+	seeds = recoverSeeds(t, seeds)
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			recoverSeed(t, seed)
