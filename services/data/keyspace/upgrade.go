@@ -240,12 +240,14 @@ func convertShard(fsys vfs.FS, src, dst string, shard int, st *upgradeStats, log
 	}
 	// Where each chunk went: a manifest follows its chunks in the same log.
 	chunks := map[vlog.Loc]vlog.Loc{}
+	// prev is the converted segment before the one being written, which its header records.
+	var prev vlog.SegExtent
 	for i, id := range ids {
 		data, err := readAll(fsys, filepath.Join(src, vlog.SegmentName(id)))
 		if err != nil {
 			return err
 		}
-		w, err := vlog.NewSegmentWriter(fsys, dst, id)
+		w, err := vlog.NewSegmentWriter(fsys, dst, id, prev)
 		if err != nil {
 			return err
 		}
@@ -275,6 +277,7 @@ func convertShard(fsys vfs.FS, src, dst string, shard int, st *upgradeStats, log
 		if err := w.Close(); err != nil {
 			return err
 		}
+		prev = w.Extent()
 		st.segments++
 	}
 	return nil

@@ -9,8 +9,9 @@
 // condition), the key and the payload. A record can be verified alone, so recovery rebuilds the
 // whole index from the log with no other metadata, and a reader that fetched a record from disk
 // checks its CRC and key before serving a single byte of it. Each segment starts with a 64-byte
-// header naming the format and the segment; a kind, flag or format this version does not know
-// is refused (ErrNewerFormat), never taken for damage. format1.go reads the previous format, for
+// header naming the format, the segment, and the segment before it with the size it had when
+// this one was created, which tells recovery when a segment lost its end; a kind, flag or format
+// this version does not know is refused (ErrNewerFormat), never taken for damage. format1.go reads the previous format, for
 // the keyspace's upgrade.
 //
 // A large value is the exception that proves the rule: its bytes are sub-records (KindSub), each

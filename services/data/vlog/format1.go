@@ -78,14 +78,19 @@ type SegmentWriter struct {
 	buf []byte
 }
 
-// NewSegmentWriter creates segment id in dir, with its header.
-func NewSegmentWriter(fsys vfs.FS, dir string, id uint32) (*SegmentWriter, error) {
+// NewSegmentWriter creates segment id in dir, with its header. prev is the segment written
+// before it, as its writer's Extent gives it once closed, or the zero SegExtent for the first
+// one: the header records it, as a rotation does (see SegmentHeaderSize).
+func NewSegmentWriter(fsys vfs.FS, dir string, id uint32, prev SegExtent) (*SegmentWriter, error) {
 	f, err := fsys.Create(filepath.Join(dir, segName(id)))
 	if err != nil {
 		return nil, fmt.Errorf("vlog: %w", err)
 	}
-	return &SegmentWriter{f: f, id: id, off: SegmentHeaderSize, buf: appendSegHeader(nil, id, time.Now().UnixMilli())}, nil
+	return &SegmentWriter{f: f, id: id, off: SegmentHeaderSize, buf: appendSegHeader(nil, id, time.Now().UnixMilli(), prev)}, nil
 }
+
+// Extent returns the segment's id and the size it has with the records appended so far.
+func (w *SegmentWriter) Extent() SegExtent { return SegExtent{ID: w.id, Size: w.off} }
 
 // Append adds a record and returns its location.
 func (w *SegmentWriter) Append(h Header, ext, key, val []byte) (Loc, error) {

@@ -250,7 +250,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	if len(rec.ids) == 0 {
 		id := max(rec.firstID, 1)
-		o, err := l.createSeg(id, true)
+		o, err := l.createSeg(id, true, SegExtent{})
 		if err != nil {
 			return nil, err
 		}
@@ -320,17 +320,18 @@ func (l *Log) closeAll() {
 	}
 }
 
-// createSeg creates segment id with its header. With durable set it writes and syncs the header
-// and the directory entry now (the first segment of a new log); otherwise the header waits in
-// memory with the records, and the first sync leader that syncs the segment syncs the directory
-// first.
-func (l *Log) createSeg(id uint32, durable bool) (*openSeg, error) {
+// createSeg creates segment id with its header, which records prev: the full segment before it
+// and its final size (the zero SegExtent for the first segment of a log). With durable set it
+// writes and syncs the header and the directory entry now (the first segment of a new log);
+// otherwise the header waits in memory with the records, and the first sync leader that syncs
+// the segment syncs the directory first.
+func (l *Log) createSeg(id uint32, durable bool, prev SegExtent) (*openSeg, error) {
 	p := filepath.Join(l.opts.Dir, segName(id))
 	wf, err := l.opts.FS.Create(p)
 	if err != nil {
 		return nil, &WriteError{Op: "create", Err: err}
 	}
-	hdr := appendSegHeader(nil, id, time.Now().UnixMilli())
+	hdr := appendSegHeader(nil, id, time.Now().UnixMilli(), prev)
 	fail := func(op string, err error) (*openSeg, error) {
 		wf.Close()
 		l.opts.FS.Remove(p)
@@ -470,9 +471,14 @@ func (l *Log) CancelReserve() {
 // direct-read handles) and never waits for the disk. Rejected: preparing the next file in the
 // background, which saves those two calls but gave segment ids gaps whenever a rotation could
 // not wait for it.
+//
+// Nothing is appended to the full segment after this, so its size is final and the new
+// segment's header records it: if a crash leaves the full segment shorter while records of the
+// new one survive, recovery knows the full one lost its tail even when it ends cleanly at a
+// record boundary (replay.go).
 func (l *Log) rotateLocked() error {
 	cur := l.cur()
-	next, err := l.createSeg(cur.seg.id+1, false)
+	next, err := l.createSeg(cur.seg.id+1, false, SegExtent{ID: cur.seg.id, Size: cur.size})
 	if err != nil {
 		return err
 	}

@@ -43,15 +43,27 @@ import (
 //   - otherwise it is corruption, like any bad record Replay finds in the other segments, or a
 //     record that fails in a sealed segment.
 //
+// A segment that lost its unsynced tail exactly at a record boundary ends cleanly: there is no
+// bad record to find. Its successor's header gives it away: it records the size the segment had
+// when a rotation created the successor, which is final (nothing is appended to a full
+// segment). A segment that may end in a torn tail and is shorter than that lost a torn tail, and
+// the segments after it go as after any other. A sealed segment shorter than that lost synced
+// data: corruption, at the end of its last record that verifies. Only headers are compared, so
+// every sealed segment is checked at Open. A header that records no size (the first segment's,
+// or one a repair rewrote) says nothing, and neither does one whose predecessor is missing: a
+// segment is dropped (reclamation, FLUSHALL) only once sealed.
+//
 // Corruption stops the node: Open or Replay returns a *CorruptionError naming the segment and
 // offset. With Options.Repair the damaged bytes (from the bad record to the next record that
 // verifies) are copied into a file of the shard's quarantine directory, overwritten with one
 // mark record of the same length, and recovery goes on with every valid record after them.
 // Keys whose newest record was in those bytes fall back to their previous record, as if that
 // write had not happened; the file, named after the segment and offset, keeps the bytes for an
-// operator. Rejected: resynchronising silently (a key would silently go back in time) and
-// keeping valid records found after a torn hole (a large value's manifest could outlive its
-// chunks, a transaction half of its parts).
+// operator. Synced bytes lost from a sealed segment's end cannot be moved aside: a repair keeps
+// what is left of a record they cut short and fills the lost range with marks (markLost).
+// Rejected: resynchronising silently (a key would silently go back in time) and keeping valid
+// records found after a torn hole (a large value's manifest could outlive its chunks, a
+// transaction half of its parts).
 //
 // A record that verifies but that this version cannot read (an unknown kind, flag or reserved
 // byte, a newer segment format) is never cut: the data directory was written by a newer
@@ -230,15 +242,20 @@ func (l *Log) recover(ids []uint32) (recovered, error) {
 	// torn holds the segments whose header never became durable: a crash interrupted their
 	// creation, and nothing in them was durable either (the header is their first bytes).
 	torn := map[uint32]herrAt{}
+	// prev is what each segment's header that verified records of the segment before it, and
+	// sizes are the segments' sizes on disk.
+	prev := map[uint32]SegExtent{}
+	sizes := map[uint32]int64{}
 	for _, id := range ids {
 		p := l.segPath(id)
 		b, size, err := readPrefix(l.opts.FS, p, SegmentHeaderSize)
 		if err != nil {
 			return rec, err
 		}
-		_, herr := decodeSegHeader(b, id)
+		h, herr := decodeSegHeader(b, id)
 		switch {
 		case herr == nil:
+			prev[id] = h.prev
 		case errors.Is(herr, ErrNewerFormat):
 			return rec, fmt.Errorf("vlog: %s: %w; the data directory was written by a newer version of Lavik", p, herr)
 		case size <= SegmentHeaderSize:
@@ -250,6 +267,7 @@ func (l *Log) recover(ids []uint32) (recovered, error) {
 		default:
 			return rec, &CorruptionError{Segment: p, Offset: 0, Length: SegmentHeaderSize, Reason: herr}
 		}
+		sizes[id] = size
 		keep = append(keep, id)
 	}
 	if len(keep) == 0 {
@@ -277,6 +295,16 @@ func (l *Log) recover(ids []uint32) (recovered, error) {
 			return rec, &CorruptionError{Segment: l.segPath(id), Offset: 0, Length: SegmentHeaderSize, Reason: h.err}
 		}
 	}
+	// A sealed segment shorter than its successor's header recorded lost synced bytes at its
+	// end. Only the headers are needed, so every sealed segment is checked, not only the one
+	// the proof names: they were sealed in order.
+	for j := 0; j < c; j++ {
+		if want, short := recordedLonger(keep, j, prev, sizes[keep[j]]); short {
+			if err := l.lostSealed(keep[j], sizes[keep[j]], want, keep[j+1]); err != nil {
+				return rec, err
+			}
+		}
+	}
 	for i := c; i < len(keep); i++ {
 		if _, ok := torn[keep[i]]; ok {
 			// Nothing of it was durable: it goes, with everything after it. It is never the
@@ -294,11 +322,18 @@ func (l *Log) recover(ids []uint32) (recovered, error) {
 		}
 		rec.claimed, rec.proved, rec.lastReal = t.claimed, t.proved, t.lastReal
 		rec.tx = append(rec.tx, t.tx...)
-		if !t.torn {
+		if t.torn {
+			if err := l.truncate(keep[i], t.cut); err != nil {
+				return rec, err
+			}
+		} else if want, short := recordedLonger(keep, i, prev, t.end); short {
+			// The segment ends cleanly, but before the size the next one recorded when a
+			// rotation created it: its unsynced tail was lost exactly at a record boundary,
+			// and the records of the segments after it follow a hole. Nothing in it is cut.
+			l.log.Warn("torn tail lost at a record boundary", "segment", l.segPath(keep[i]), "offset", t.end,
+				"recorded_size", want, "bytes", want-t.end)
+		} else {
 			continue
-		}
-		if err := l.truncate(keep[i], t.cut); err != nil {
-			return rec, err
 		}
 		if err := l.removeAfter(keep, i); err != nil {
 			return rec, err
@@ -329,6 +364,98 @@ func (l *Log) recover(ids []uint32) (recovered, error) {
 
 // herrAt is why a segment's header does not verify.
 type herrAt struct{ err error }
+
+// recordedLonger reports whether the header of keep[i+1] names keep[i] as the segment before it
+// with a final size above have, and returns that size. A header that names another segment (the
+// one before it was dropped once sealed), none, or no size (a header a repair rewrote) says
+// nothing.
+func recordedLonger(keep []uint32, i int, prev map[uint32]SegExtent, have int64) (int64, bool) {
+	if i+1 >= len(keep) {
+		return 0, false
+	}
+	p, ok := prev[keep[i+1]]
+	return p.Size, ok && p.ID == keep[i] && p.Size > have
+}
+
+// lostSealed handles sealed segment id, which holds size bytes where the header of its successor
+// succ recorded want: the disk lost synced bytes from its end (a truncated file). That is
+// corruption, reported at the end of the last record that verifies: a *CorruptionError, or with
+// Options.Repair, markLost.
+func (l *Log) lostSealed(id uint32, size, want int64, succ uint32) error {
+	sc, done, err := l.segScan(id)
+	if err != nil {
+		return err
+	}
+	end, off, err := sc.validEnd()
+	done()
+	if errors.Is(err, ErrNewerFormat) {
+		return l.newerErr(id, off, err)
+	}
+	if err != nil {
+		return fmt.Errorf("vlog: recover %s: %w", l.segPath(id), err)
+	}
+	l.corrupt.Add(1)
+	reason := fmt.Errorf("%w: the header of %s records that this sealed segment held %d bytes, and %d are left: "+
+		"synced data is missing from its end", ErrCorrupt, segName(succ), want, size)
+	if !l.opts.Repair {
+		return &CorruptionError{Segment: l.segPath(id), Offset: end, Length: want - end, Reason: reason}
+	}
+	return l.markLost(id, end, size, want, reason)
+}
+
+// markLostChunk bounds the mark records markLost writes, so a large loss needs no large buffer
+// and no record over MaxRecordSize.
+const markLostChunk = 1 << 20
+
+// markLost repairs segment id, whose records end at end and whose bytes end at size, short of
+// the want bytes it held. There is little to move aside: the bytes from size on are gone. What
+// is left of a record cut short, [end, size), goes into the quarantine directory, and mark
+// records fill [end, want), so the segment verifies again, has the size its successor recorded
+// (the next Open finds nothing to repair) and every location in the log keeps its meaning: a
+// read of a lost record finds a mark where it was and refuses it as corrupt. Keys whose newest
+// record was lost fall back to their previous record, as with any repair. Rejected: taking the
+// shorter size as the truth (rewriting the successor's header), which loses the only record of
+// how much was lost and makes the successor's header say something that was never true.
+func (l *Log) markLost(id uint32, end, size, want int64, reason error) error {
+	p := l.segPath(id)
+	if want-end < HeaderSize {
+		return fmt.Errorf("vlog: cannot repair %s at offset %d: the lost range is %d bytes, shorter than a record header",
+			p, end, want-end)
+	}
+	f, err := l.opts.FS.OpenReadWrite(p)
+	if err != nil {
+		return fmt.Errorf("vlog: repair: %w", err)
+	}
+	defer f.Close()
+	qp := ""
+	if size > end {
+		data := make([]byte, size-end)
+		if _, err := f.ReadAt(data, end); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("vlog: repair: %w", err)
+		}
+		if qp, err = l.keepAside(fmt.Sprintf("%s.%d.bad", segName(id), end), data); err != nil {
+			return err
+		}
+	}
+	for off := end; off < want; {
+		n := min(want-off, markLostChunk)
+		if rest := want - off - n; rest > 0 && rest < HeaderSize {
+			n -= HeaderSize // leave the last mark room for its header
+		}
+		pad := AppendRecord(nil, Header{Kind: KindMark, Synced: uint32(off)}, nil, nil, make([]byte, n-HeaderSize))
+		if _, err := f.WriteAt(pad, off); err != nil {
+			return fmt.Errorf("vlog: repair: %w", err)
+		}
+		off += n
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("vlog: repair: %w", err)
+	}
+	l.repaired.Add(1)
+	l.log.Warn("synced bytes lost from a sealed segment's end; marks stand in for them and the valid records after them are kept",
+		"segment", p, "offset", end, "bytes", want-end, "missing", want-size, "file", qp, "reason", reason.Error())
+	return nil
+}
 
 // removeAfter removes the segments after keep[i], which follow a torn tail: none of them was
 // durable, since the log is durable as a prefix.
@@ -453,6 +580,7 @@ func (l *Log) newerErr(id uint32, off int64, err error) error {
 type tailScan struct {
 	torn bool
 	cut  int64 // with torn: where the durable records end
+	end  int64 // the segment's size
 	// tx are the runs of records of transactions (vlog.FlagTx) before the cut.
 	tx []TxRecord
 	// What the records kept prove (see openSeg): the highest Synced, whether one carries
@@ -482,6 +610,7 @@ func (l *Log) scanTail(id uint32) (tailScan, error) {
 		return t, err
 	}
 	defer done()
+	t.end = sc.size
 	for off := int64(SegmentHeaderSize); off < sc.size; {
 		r, err := sc.record(off)
 		if err == nil {
@@ -561,7 +690,9 @@ func (l *Log) quarantine(id uint32, off, next int64, reason error) error {
 	return nil
 }
 
-// repairHeader moves a damaged segment header aside and writes a good one.
+// repairHeader moves a damaged segment header aside and writes a good one. The new header names
+// no previous segment: what the damaged one recorded cannot be trusted, so the size of the
+// segment before it goes unchecked.
 func (l *Log) repairHeader(id uint32, old []byte) error {
 	p := l.segPath(id)
 	qp, err := l.keepAside(segName(id)+".header.bad", old)
@@ -573,7 +704,7 @@ func (l *Log) repairHeader(id uint32, old []byte) error {
 		return fmt.Errorf("vlog: repair: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(appendSegHeader(nil, id, 0), 0); err != nil {
+	if _, err := f.WriteAt(appendSegHeader(nil, id, 0, SegExtent{}), 0); err != nil {
 		return fmt.Errorf("vlog: repair: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -763,6 +894,26 @@ func (s *scanner) resync(from int64) int64 {
 		}
 	}
 	return s.size
+}
+
+// validEnd returns where the last record that verifies ends (the segment header's end when
+// none does), reading past bad records. It stops at a record this version cannot read, with its
+// offset and an error of class ErrNewerFormat.
+func (s *scanner) validEnd() (end, off int64, err error) {
+	end = SegmentHeaderSize
+	for off = end; off < s.size; {
+		r, err := s.record(off)
+		switch {
+		case err == nil:
+			off += r.Size()
+			end = off
+		case errors.Is(err, ErrCorrupt):
+			off = s.resync(off + 1)
+		default:
+			return end, off, err
+		}
+	}
+	return end, off, nil
 }
 
 // claimsAfter looks at what follows a bad record at off: the next offset where a record

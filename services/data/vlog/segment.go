@@ -23,10 +23,20 @@ const FormatVersion = 2
 //	10 size     uint16  SegmentHeaderSize
 //	12 features uint32  segment features this version must know; none are defined yet
 //	16 id       uint32  the segment's id (its file name)
-//	20 reserved uint32
+//	20 prev     uint32  the segment before it when it was created; 0: none
 //	24 created  int64   unix milliseconds
-//	32 reserved [28]byte
+//	32 prevSize int64   prev's final size; 0: unknown
+//	40 reserved [20]byte
 //	60 crc32c   uint32  over bytes [0, 60)
+//
+// A rotation creates segment k+1 only once nothing more will be appended to segment k, so k's
+// size is final then and k+1's header records it: recovery compares it with what k holds (a
+// full segment that lost its unsynced tail exactly at a record boundary ends cleanly, and only
+// this size says it is short; see recover in replay.go). The first segment of a log records no
+// predecessor, nor does a header a repair rewrote (its old contents cannot be trusted); a
+// header with a zero prevSize skips the check. Reserved bytes are written as zero and ignored
+// when read, as the CRC covers them: a later field that this version must understand to read
+// the segment sets a feature bit instead.
 const SegmentHeaderSize = 64
 
 const segMagic = "LAVIKSEG"
@@ -40,15 +50,22 @@ type segHeader struct {
 	features uint32
 	id       uint32
 	created  int64
+	// prev is the segment before this one when it was created, with its final size; the zero
+	// SegExtent when there was none or it is not known.
+	prev SegExtent
 }
 
-func appendSegHeader(dst []byte, id uint32, created int64) []byte {
+// appendSegHeader appends the header of segment id, created after segment prev (the zero
+// SegExtent: none, or not known).
+func appendSegHeader(dst []byte, id uint32, created int64, prev SegExtent) []byte {
 	var b [SegmentHeaderSize]byte
 	copy(b[:], segMagic)
 	binary.LittleEndian.PutUint16(b[8:], FormatVersion)
 	binary.LittleEndian.PutUint16(b[10:], SegmentHeaderSize)
 	binary.LittleEndian.PutUint32(b[16:], id)
+	binary.LittleEndian.PutUint32(b[20:], prev.ID)
 	binary.LittleEndian.PutUint64(b[24:], uint64(created))
+	binary.LittleEndian.PutUint64(b[32:], uint64(prev.Size))
 	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 	return append(dst, b[:]...)
 }
@@ -71,6 +88,10 @@ func decodeSegHeader(b []byte, id uint32) (segHeader, error) {
 		features: binary.LittleEndian.Uint32(b[12:]),
 		id:       binary.LittleEndian.Uint32(b[16:]),
 		created:  int64(binary.LittleEndian.Uint64(b[24:])),
+		prev: SegExtent{
+			ID:   binary.LittleEndian.Uint32(b[20:]),
+			Size: int64(binary.LittleEndian.Uint64(b[32:])),
+		},
 	}
 	switch {
 	case h.format > FormatVersion:

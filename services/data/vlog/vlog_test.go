@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
@@ -104,6 +107,98 @@ func TestRecordOfNewerFormat(t *testing.T) {
 		if _, err := DecodeRecord(b); !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrNewerFormat only", name, err)
 		}
+	}
+}
+
+// TestSegmentHeaderPrev: a segment header records the segment before it and that segment's
+// final size, under the header's CRC; reserved bytes are still ignored. A log's rotations and
+// the upgrade's SegmentWriter both fill it in, and the first segment records none.
+func TestSegmentHeaderPrev(t *testing.T) {
+	for _, prev := range []SegExtent{{}, {ID: 7, Size: 4096}, {ID: math.MaxUint32 - 1, Size: MaxSegmentSize + MaxRecordSize}} {
+		b := appendSegHeader(nil, 8, 1234, prev)
+		h, err := decodeSegHeader(b, 8)
+		if err != nil || h.prev != prev || h.id != 8 || h.created != 1234 || h.format != FormatVersion {
+			t.Fatalf("prev %v: decoded %+v, %v", prev, h, err)
+		}
+		for _, i := range []int{20, 23, 32, 39} {
+			c := slices.Clone(b)
+			c[i] ^= 0x10
+			if _, err := decodeSegHeader(c, 8); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("prev %v: flipping header byte %d not detected: %v", prev, i, err)
+			}
+		}
+		// Reserved bytes that are not zero, under a CRC that verifies, are ignored.
+		c := slices.Clone(b)
+		for i := 40; i < 60; i++ {
+			c[i] = byte(i)
+		}
+		binary.LittleEndian.PutUint32(c[60:], crc32.Checksum(c[:60], castagnoli))
+		if h2, err := decodeSegHeader(c, 8); err != nil || h2 != h {
+			t.Fatalf("prev %v: with reserved bytes set: %+v, %v; want %+v", prev, h2, err, h)
+		}
+	}
+
+	mem := vfs.NewMem()
+	opts := recOpts(mem, "/d")
+	opts.SegmentSize = 4096
+	l, _ := collect(t, opts)
+	rng := rand.New(rand.NewPCG(17, 17))
+	for i := 0; l.cur().seg.id < 4; i++ {
+		appendPut(t, l, i, randBytes(rng, 1+rng.IntN(900)))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, sizes := replayAll(t, mem, "/d")
+	checkPrevs := func(dir string, sizes map[uint32]int64) {
+		t.Helper()
+		ids := slices.Sorted(maps.Keys(sizes))
+		for i, id := range ids {
+			h, err := decodeSegHeader(fileBytes(t, mem, filepath.Join(dir, segName(id))), id)
+			want := SegExtent{}
+			if i > 0 {
+				want = SegExtent{ID: ids[i-1], Size: sizes[ids[i-1]]}
+			}
+			if err != nil || h.prev != want {
+				t.Fatalf("%s: header records %v before it (%v), want %v", segName(id), h.prev, err, want)
+			}
+		}
+	}
+	if len(sizes) != 4 {
+		t.Fatalf("%d segments, want 4", len(sizes))
+	}
+	checkPrevs("/d", sizes)
+
+	// The upgrade writes segments with gaps between their ids (format 1 reclaimed some).
+	if err := mem.MkdirAll("/u", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var prev SegExtent
+	want := map[uint32]int64{}
+	for _, id := range []uint32{3, 4, 9} {
+		w, err := NewSegmentWriter(mem, "/u", id, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := w.Append(Header{Kind: KindPut, Version: 1}, nil, []byte(fmt.Sprint("k", id, i)), randBytes(rng, 100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		prev = w.Extent()
+		want[id] = prev.Size
+	}
+	if err := mem.SyncDir("/u"); err != nil {
+		t.Fatal(err)
+	}
+	checkPrevs("/u", want)
+	ul, got := collect(t, recOpts(mem, "/u"))
+	defer ul.Close()
+	if len(got) != 9 {
+		t.Fatalf("the written segments replay %d records, want 9", len(got))
 	}
 }
 
