@@ -253,6 +253,7 @@ func infoPersistence(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_log_bytes_written", ks.Log.BytesWritten)
 	kv(b, "lavik_corrupt_records", ks.Log.Corrupt+ks.CorruptReads)
 	kv(b, "lavik_torn_tail_bytes_cut", ks.Log.TornBytesCut)
+	kv(b, "lavik_corrupt_ranges_repaired", ks.Log.Repaired)
 	// Index checkpoints (keyspace/checkpoint.go), and what the last start loaded and replayed.
 	ck := ks.Checkpoint
 	lastAgo := int64(-1) // no checkpoint

@@ -368,6 +368,7 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 		st.Log.BytesWritten += ls.BytesWritten
 		st.Log.Corrupt += ls.Corrupt
 		st.Log.TornBytesCut += ls.TornBytesCut
+		st.Log.Repaired += ls.Repaired
 	}
 	return st
 }
