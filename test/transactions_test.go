@@ -443,9 +443,6 @@ func TestTransactionCommands(t *testing.T) {
 	})
 
 	subtest(t, c, "ClientListLastQueuedCommand", func(t *testing.T, k checker) {
-		if !harness.IsRedis() {
-			t.Skip("known difference: while a connection queues, Lavik's CLIENT LIST shows cmd=multi; Redis shows the last queued command (cmd=set)")
-		}
 		r := dialRESP(t, s)
 		r.expect(txOK, "CLIENT", "SETNAME", "txcmd")
 		r.expect(txOK, "MULTI")
@@ -456,9 +453,6 @@ func TestTransactionCommands(t *testing.T) {
 	})
 
 	subtest(t, c, "ClientInfoInsideExec", func(t *testing.T, k checker) {
-		if !harness.IsRedis() {
-			t.Skip("known difference: CLIENT INFO or LIST run by EXEC shows flags=N multi=-1 on Lavik; Redis shows flags=x multi=<queued count>")
-		}
 		r := dialRESP(t, s)
 		r.expect(txOK, "CLIENT", "SETNAME", "txinfo")
 		got := r.txRun(txCmd("SET", "tx:a", "1"), txCmd("CLIENT", "INFO"))
@@ -756,16 +750,6 @@ func TestTransactionWatchRetryCounter(t *testing.T) {
 	t.Logf("%d increments, %d retries on redis.TxFailedErr", workers*each, retries.Load())
 }
 
-// knownBug skips a test of something Lavik gets wrong today, naming the bug, unless
-// LAVIK_RUN_KNOWN_BUGS=1 asks to see it fail. Against redis-server the test always runs. Once the
-// bug is fixed, the call goes.
-func knownBug(t *testing.T, bug string) {
-	t.Helper()
-	if !harness.IsRedis() && os.Getenv("LAVIK_RUN_KNOWN_BUGS") != "1" {
-		t.Skip("known Lavik bug (LAVIK_RUN_KNOWN_BUGS=1 runs the test): " + bug)
-	}
-}
-
 // failHung fails t for a server that stopped answering: it makes the server print its
 // goroutines (SIGQUIT ends a Go program with a dump of them) and quotes the ones in Lavik's
 // code, so that a deadlock names itself.
@@ -941,8 +925,6 @@ func (r *isoRun) finish() {
 // accounts' total unchanged and every pair equal: no transaction sees half of another or half
 // of an MSET, and no transfer is lost.
 func TestTransactionIsolation(t *testing.T) {
-	knownBug(t, "concurrent multi-shard writes (EXEC, or plain MSET) deadlock the value log's group commit in about 2 runs of 5: "+
-		"a leader writing one shard's log past another log's waiter does not wake it before it waits at a transaction barrier for that log (vlog.Log.leadWriteLocked, resolveLocked)")
 	r := newIsoRun(t)
 	ctx := harness.Ctx(t)
 	acct := isoAccts()
@@ -1000,8 +982,6 @@ func TestTransactionIsolation(t *testing.T) {
 // span several shards. Every write must be answered: a server that stops answering fails the
 // test with its goroutines in the value log.
 func TestTransactionConcurrentWritersProgress(t *testing.T) {
-	knownBug(t, "concurrent multi-shard writes deadlock the value log's group commit within a second "+
-		"(also: redis-benchmark -c 16 -r 1000000 MSET k:__rand_int__ v k:__rand_int__ v k:__rand_int__ v k:__rand_int__ v)")
 	s := harness.Start(t)
 	c := s.ClientOpts(&redis.Options{PoolSize: 8, ReadTimeout: 10 * time.Second, MaxRetries: -1})
 	ctx := harness.Ctx(t)
@@ -1050,8 +1030,6 @@ func TestTransactionConcurrentWritersProgress(t *testing.T) {
 // while transfers run in MULTI ... EXEC, must find the total unchanged, and a plain MGET of a
 // pair that plain MSETs write must find both halves equal, as in Redis.
 func TestTransactionPlainReads(t *testing.T) {
-	knownBug(t, "a plain MGET of keys in several shards reads them one shard at a time, so it sees half of a concurrent EXEC or MSET "+
-		"(also the value-log deadlock of TestTransactionIsolation)")
 	r := newIsoRun(t)
 	ctx := harness.Ctx(t)
 	acct := isoAccts()

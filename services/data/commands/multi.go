@@ -155,12 +155,14 @@ func execCmd(c *Ctx) {
 		c.Err(errExecNoMulti)
 		return
 	}
-	c.Client.setMulti(nil)
 	if m.dirty {
+		c.Client.setMulti(nil)
 		c.KS.Unwatch(c.Sess, &c.Client.Watches)
 		c.Err(errExecAbort)
 		return
 	}
+	// The client is in its transaction until EXEC is done, as CLIENT INFO run by it shows.
+	defer c.Client.setMulti(nil)
 	// The commands run with every shard locked: nothing may wait for the client meanwhile,
 	// so long replies are not flushed as they are made (Flush) but go out with EXEC's.
 	mark := c.W.Len()

@@ -249,7 +249,7 @@ func setexGeneric(c *Ctx, name string, unit expireUnit) {
 // After each reply it calls after (when not nil) with the key's position, so that the server can
 // tell each reply's extent.
 func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
-	c.KS.MGet(c.Sess, c.DB(), keys, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
+	c.KS.MGet(c.Sess, c.DB(), keys, false, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
 		switch {
 		case err != nil:
 			c.W.Error(ErrorLine(err))
@@ -278,7 +278,8 @@ func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
 func mgetCmd(c *Ctx) {
 	keys := c.Args[1:]
 	c.W.Array(len(keys))
-	c.KS.MGet(c.Sess, c.DB(), keys, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
+	// One instant's values, as Redis's MGET: a concurrent MSET or EXEC is not seen half done.
+	c.KS.MGet(c.Sess, c.DB(), keys, true, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
 		// MGET answers nil for a missing key or one of another type; a failed read is an
 		// error element.
 		switch {

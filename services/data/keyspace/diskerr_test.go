@@ -206,7 +206,7 @@ func TestCorruptRecordNotServed(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || served {
 		t.Fatalf("Get of a corrupt record: err %v, served %v", err, served)
 	}
-	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("fill0")}, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("fill0")}, true, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if i == 0 && (ok || !errors.Is(err, ErrCorrupt)) {
 			t.Fatalf("MGet of a corrupt record: %q, %v, %v", val, ok, err)
 		}

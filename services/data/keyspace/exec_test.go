@@ -213,7 +213,7 @@ func (w *workload) opExec() {
 				}
 				ops = append(ops, fmt.Sprintf("mget db %d %q", db, keys))
 				calls := 0
-				err := w.ks.MGet(w.se, db, keys, func(i int, v Value, m Meta, ok bool, err error) error {
+				err := w.ks.MGet(w.se, db, keys, true, func(i int, v Value, m Meta, ok bool, err error) error {
 					calls++
 					var b []byte
 					if ok && err == nil {
@@ -343,7 +343,7 @@ func TestExecIsolated(t *testing.T) {
 				ks = append(ks, k.Key)
 			}
 			return ks
-		}(), func(i int, v Value, m Meta, ok bool, err error) error {
+		}(), true, func(i int, v Value, m Meta, ok bool, err error) error {
 			if err != nil || !ok {
 				return fmt.Errorf("acct %d: %v, %v", i, ok, err)
 			}
@@ -721,4 +721,89 @@ func diffStates(got, a, b map[dbKey]mval) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
+}
+
+// TestMGetSnapshot: MGet with snapshot never sees half of a write of several keys in several
+// shards, while such writes run and random collections move records and drop segments.
+func TestMGetSnapshot(t *testing.T) {
+	opts := testOpts(vfs.NewMem(), newTestClock())
+	opts.Shards, opts.SegmentSize = 8, 4<<10
+	opts.chunkMin, opts.chunkSize = 200, 64
+	ks := mustOpen(t, opts)
+	defer ks.Close()
+	keys := make([][]byte, 12)
+	tk := make([]Key, len(keys))
+	for i := range keys {
+		keys[i] = []byte(keyInShard(8, 0, i%8, fmt.Sprintf("m%d.", i)))
+		tk[i] = Key{Key: keys[i]}
+	}
+	put := func(se *Session, gen int) error {
+		return ks.Update(se, tk, func(tx *Tx) error {
+			for i := range keys {
+				v := fmt.Appendf(nil, "%08d", gen)
+				if i%4 == 0 { // some values chunked
+					v = append(v, strings.Repeat("c", 300)...)
+				}
+				tx.Put(i, v, 0, TypeString)
+			}
+			return nil
+		})
+	}
+	if err := put(ks.NewSession(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer func() { stop.Store(true); wg.Wait() }() // before Close, also when the test fails
+	errs := make(chan error, 4)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		se := ks.NewSession()
+		for gen := 1; !stop.Load(); gen++ {
+			if err := put(se, gen); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(3, 4))
+		for !stop.Load() {
+			if _, err := reclaimRandom(ks, rng, 2); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	se := ks.NewSession()
+	for n := 0; n < 2000; n++ {
+		var gens []string
+		err := ks.MGet(se, 0, keys, true, func(i int, v Value, _ Meta, ok bool, err error) error {
+			if err != nil || !ok {
+				return fmt.Errorf("key %d: %v, %v", i, ok, err)
+			}
+			b, err := valueBytes(v)
+			if err != nil {
+				return err
+			}
+			gens = append(gens, string(b[:8]))
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range gens {
+			if g != gens[0] {
+				t.Fatalf("read %d saw a write half done: %q", n, gens)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

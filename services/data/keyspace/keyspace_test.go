@@ -314,7 +314,7 @@ func TestMGet(t *testing.T) {
 	want[40], want[41] = want[0], want[1]
 	clk.Advance(100)
 	seen := 0
-	ks.mgetBytes(0, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, keys, true, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if i != seen {
 			t.Fatalf("MGet called for %d, want %d (in order)", i, seen)
 		}
@@ -331,7 +331,7 @@ func TestMGet(t *testing.T) {
 		t.Fatalf("MGet called fn %d times for %d keys", seen, len(keys))
 	}
 	// Another database sees none of them.
-	ks.mgetBytes(3, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(3, keys, false, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if ok || err != nil {
 			t.Fatalf("MGet db 3 %q = %q, %v, %v", keys[i], val, ok, err)
 		}
@@ -785,7 +785,7 @@ func TestExpiryLazy(t *testing.T) {
 	if _, ok := ks.Lookup(nil, 0, []byte("k")); ok {
 		t.Fatal("Lookup returned an expired key")
 	}
-	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("keep")}, func(i int, val []byte, _ Meta, ok bool, err error) {
+	ks.mgetBytes(0, [][]byte{[]byte("k"), []byte("keep")}, false, func(i int, val []byte, _ Meta, ok bool, err error) {
 		if err != nil || ok != (i == 1) {
 			t.Fatalf("MGet %d = %q, %v, %v", i, val, ok, err)
 		}
@@ -1413,8 +1413,8 @@ func (ks *Keyspace) getRangeBytes(db int, key []byte, span func(n int) (int, int
 }
 
 // mgetBytes is MGet with every value read whole.
-func (ks *Keyspace) mgetBytes(db int, keys [][]byte, fn func(i int, val []byte, m Meta, ok bool, err error)) {
-	ks.MGet(nil, db, keys, func(i int, v Value, m Meta, ok bool, err error) error {
+func (ks *Keyspace) mgetBytes(db int, keys [][]byte, snapshot bool, fn func(i int, val []byte, m Meta, ok bool, err error)) {
+	ks.MGet(nil, db, keys, snapshot, func(i int, v Value, m Meta, ok bool, err error) error {
 		var b []byte
 		if ok && err == nil {
 			b, err = valueBytes(v)

@@ -757,9 +757,10 @@ func (w *workload) opMGet() {
 	for i := range keys {
 		keys[i] = []byte(w.names[w.rng.IntN(len(w.names))])
 	}
-	w.notef("mget db %d %q", db, keys)
+	snapshot := w.rng.IntN(2) == 0
+	w.notef("mget db %d %q snapshot %v", db, keys, snapshot)
 	calls := 0
-	w.ks.mgetBytes(db, keys, func(i int, val []byte, _ Meta, ok bool, err error) {
+	w.ks.mgetBytes(db, keys, snapshot, func(i int, val []byte, _ Meta, ok bool, err error) {
 		calls++
 		k := dbKey{db, string(keys[i])}
 		if err != nil {

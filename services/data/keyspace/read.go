@@ -3,6 +3,7 @@ package keyspace
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
@@ -239,9 +240,18 @@ const (
 // not nil), which may hand the replies written so far to the client, and stops when flush
 // returns false. It returns the first error fn returned. se (nil: none) is made to wait for what
 // the replies depend on.
-func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
+//
+// With snapshot, the keys are looked up at one instant, under the read locks of all their shards
+// at once, so that the answers are those of one state of the keyspace: a concurrent MSET, EXEC or
+// RENAME is wholly before it or wholly after it, as Redis's MGET sees it. The records found stay
+// readable (their segments pinned) until the last is read, whatever writes and collections happen
+// meanwhile. Without it (a pipeline of GETs) each key is looked up as its batch is read.
+func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, snapshot bool, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
 	if se.batch() != nil {
 		return ks.mgetBatch(se, db, keys, fn)
+	}
+	if snapshot {
+		return ks.mgetSnapshot(se, db, keys, fn, flush)
 	}
 	n := min(len(keys), mgetBatch)
 	ps := make([]pendingRead, n)
@@ -334,4 +344,172 @@ func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, fn func(i int, v Va
 		start = end
 	}
 	return nil
+}
+
+// keySnap is what a snapshot found of one key (snapshotKeys).
+type keySnap struct {
+	s       *shard
+	h       uint64
+	ok      bool
+	meta    Meta
+	loc     vlog.Loc
+	size    int // the record's size
+	vlen    int // its payload's length
+	chunked bool
+}
+
+// snapshotKeys looks keys up under the read locks of all their shards at once and pins the
+// segments of the records found; release lets them go. An expired key is reported missing (and
+// left for expiry to remove).
+func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap, func()) {
+	snaps := make([]keySnap, len(keys))
+	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
+	for i, key := range keys {
+		h := ks.hash(uint8(db), key)
+		snaps[i].h, snaps[i].s = h, ks.shardOf(h)
+		shards = append(shards, snaps[i].s)
+	}
+	shards = sortShards(shards)
+	for _, s := range shards {
+		s.mu.RLock()
+	}
+	now := ks.opts.Now()
+	segs := map[*shard][]uint32{}
+	for i, key := range keys {
+		sn := &snaps[i]
+		s := sn.s
+		ks.noteDep(se, s, s.depLocked(sn.h))
+		idx, _, ok := s.ix.find(uint32(sn.h), uint8(db), key)
+		if !ok {
+			continue
+		}
+		e := s.ix.entry(idx)
+		if e.expired(now) {
+			continue
+		}
+		sn.ok, sn.meta, sn.loc, sn.chunked = true, e.metaOf(), vlog.Loc{Seg: e.seg, Off: e.off}, e.chunked()
+		sn.size, sn.vlen = int(s.recSize(e)), s.recLen(e)
+		segs[s] = append(segs[s], e.seg)
+	}
+	var unpins []func()
+	for s, ids := range segs {
+		slices.Sort(ids)
+		// Under the lock every segment an entry points into is there.
+		if u, ok := s.log.PinSegments(slices.Compact(ids)); ok {
+			unpins = append(unpins, u)
+		}
+	}
+	unlockReadAll(shards)
+	return snaps, func() {
+		for _, u := range unpins {
+			u()
+		}
+	}
+}
+
+func unlockReadAll(shards []*shard) {
+	for i := len(shards) - 1; i >= 0; i-- {
+		shards[i].mu.RUnlock()
+	}
+}
+
+// mgetSnapshot is MGet with snapshot: the keys as snapshotKeys found them, read a batch at a time.
+func (ks *Keyspace) mgetSnapshot(se *Session, db int, keys [][]byte, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
+	snaps, release := ks.snapshotKeys(se, db, keys)
+	defer release()
+	n := min(len(keys), mgetBatch)
+	ps := make([]pendingRead, n)
+	reads := make([]*vlog.Read, 0, n)
+	for start := 0; start < len(keys); {
+		end, bytes := start, int64(0)
+		for end < len(keys) && end-start < mgetBatch && bytes < mgetBytes {
+			p, sn := &ps[end-start], &snaps[end]
+			*p = pendingRead{}
+			switch {
+			case !sn.ok:
+				ks.stats.misses.Add(1)
+			case sn.chunked:
+				ks.stats.hits.Add(1)
+			default:
+				ks.stats.hits.Add(1)
+				p.db, p.key, p.vlen = uint8(db), keys[end], sn.vlen
+				p.err = sn.s.log.PrepareRead(&p.rd, sn.loc, sn.size)
+				p.ready = p.err == nil
+				bytes += int64(sn.vlen)
+			}
+			end++
+		}
+		reads = reads[:0]
+		for k := range end - start {
+			if ps[k].ready {
+				reads = append(reads, &ps[k].rd)
+			}
+		}
+		vlog.Submit(ks.opts.Engine, reads)
+		var ferr error
+		stopped := false
+		for k := range end - start {
+			i, sn := start+k, &snaps[start+k]
+			if ferr == nil && !stopped {
+				switch {
+				case !sn.ok:
+					ferr = fn(i, Value{}, Meta{}, false, nil)
+				case sn.chunked:
+					ferr = ks.readSnapChunked(se, sn, db, keys[i], func(v Value, m Meta, err error) error {
+						return fn(i, v, m, err == nil, err)
+					})
+				default:
+					val, err := ks.value(&ps[k])
+					ferr = fn(i, Value{Len: len(val), whole: val}, sn.meta, err == nil, err)
+				}
+				if ferr == nil && flush != nil && !flush() {
+					stopped = true
+				}
+			}
+			if ps[k].ready {
+				ps[k].rd.Release()
+			}
+		}
+		if ferr != nil || stopped {
+			return ferr
+		}
+		start = end
+	}
+	return nil
+}
+
+// readSnapChunked reads the chunked value a snapshot found: its manifest where the snapshot saw
+// it, then its chunks, pinned while fn streams them. Should a collection have moved the chunks
+// and dropped their segment since the snapshot (a window of one manifest read), the key's value
+// now is served instead.
+func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, err error) error) error {
+	s := sn.s
+	var man *manifest
+	err := ks.readRecords([]recRead{{log: s.log, loc: sn.loc, n: sn.size}}, false, func(_ int, rec []byte, err error) error {
+		if err == nil {
+			man, _, err = s.manifestOf(rec, uint8(db), key, int64(sn.meta.Len))
+		}
+		return err
+	})
+	if err != nil {
+		return fn(Value{}, sn.meta, ks.readErr(err))
+	}
+	unpin, ok := ks.pinChunks(man)
+	if !ok {
+		ks.stats.moved.Add(1)
+		called := false
+		found, err := ks.readValue(se, s, sn.h, uint8(db), key, nil, func(v Value, m Meta) error {
+			called = true
+			return fn(v, m, nil)
+		})
+		if !called {
+			if !found && err == nil {
+				return fn(Value{}, Meta{}, fmt.Errorf("keyspace: %q changed while it was read", key))
+			}
+			return fn(Value{}, sn.meta, err)
+		}
+		return err
+	}
+	defer unpin()
+	return fn(Value{Len: int(man.length), ks: ks, man: man, from: 0, to: man.length}, sn.meta, nil)
 }

@@ -276,6 +276,7 @@ func (c *conn) dispatch(args [][]byte) {
 			return
 		}
 		c.cl.NoteMulti()
+		c.cl.SetLastCmd(cmd)
 		c.w.Simple("QUEUED")
 		c.silence(mark)
 		return
