@@ -87,15 +87,7 @@ func delCmd(c *Ctx) {
 	c.W.Int(n)
 }
 
-func existsCmd(c *Ctx) {
-	var n int64
-	for _, k := range c.Args[1:] {
-		if _, ok := c.KS.Lookup(c.Sess, c.DB(), k); ok {
-			n++
-		}
-	}
-	c.W.Int(n)
-}
+func existsCmd(c *Ctx) { c.W.Int(int64(c.KS.Exists(c.Sess, c.DB(), c.Args[1:]))) }
 
 func typeCmd(c *Ctx) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])

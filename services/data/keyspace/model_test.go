@@ -774,6 +774,15 @@ func (w *workload) opMGet() {
 	if calls != n {
 		w.fatalf("mget of %d keys called fn %d times", n, calls)
 	}
+	want := 0
+	for _, k := range keys {
+		if _, ok := w.get(dbKey{db, string(k)}); ok {
+			want++
+		}
+	}
+	if got := w.ks.Exists(w.se, db, keys); got != want {
+		w.fatalf("exists %q = %d, model %d", keys, got, want)
+	}
 }
 
 func (w *workload) opFlushDB() {

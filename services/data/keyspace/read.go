@@ -51,6 +51,41 @@ func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 	return m, true
 }
 
+// Exists counts the keys that exist (a key named twice counts twice), looked up at one instant
+// under the read locks of all their shards, so that a concurrent write of several of them is
+// seen whole or not at all.
+func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte) int {
+	n := 0
+	if se.batch() != nil {
+		for _, key := range keys {
+			if _, ok := ks.lookupBatch(se, db, key); ok {
+				n++
+			}
+		}
+		return n
+	}
+	hs := make([]uint64, len(keys))
+	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
+	for i, key := range keys {
+		hs[i] = ks.hash(uint8(db), key)
+		shards = append(shards, ks.shardOf(hs[i]))
+	}
+	shards = sortShards(shards)
+	for _, s := range shards {
+		s.mu.RLock()
+	}
+	now := ks.opts.Now()
+	for i, key := range keys {
+		s := ks.shardOf(hs[i])
+		ks.noteDep(se, s, s.depLocked(hs[i]))
+		if idx, _, ok := s.ix.find(uint32(hs[i]), uint8(db), key); ok && !s.ix.entry(idx).expired(now) {
+			n++
+		}
+	}
+	unlockReadAll(shards)
+	return n
+}
+
 // expireKey removes key if it is (still) expired.
 func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
 	s.mu.Lock()
