@@ -896,6 +896,12 @@ func trimLocked(o *openSeg, upTo, maxTail int64) {
 	if n <= 0 {
 		return
 	}
+	if o.full && upTo >= o.size {
+		// Nothing more will be appended here: the buffer goes now, not when the segment is
+		// sealed, which may wait for a stable cut (SetStable).
+		o.tail, o.tailOff = nil, upTo
+		return
+	}
 	rest := copy(o.tail, o.tail[n:])
 	o.tail = o.tail[:rest]
 	o.tailOff = upTo
