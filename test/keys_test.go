@@ -507,35 +507,7 @@ func TestKeys(t *testing.T) {
 // often each key came back.
 func scanAll(t testing.TB, k checker, args ...any) map[string]int {
 	t.Helper()
-	seen := map[string]int{}
-	cursor := "0"
-	for i := 0; ; i++ {
-		if i > 100000 {
-			t.Fatalf("SCAN did not finish after %d calls", i)
-		}
-		reply := k.arr(append([]any{"SCAN", cursor}, args...)...)
-		if len(reply) != 2 {
-			t.Fatalf("SCAN reply has %d elements: %s", len(reply), short(reply))
-		}
-		next, ok := reply[0].(string)
-		if !ok {
-			t.Fatalf("SCAN cursor is not a bulk string: %s", short(reply[0]))
-		}
-		if _, err := strconv.ParseUint(next, 10, 64); err != nil {
-			t.Fatalf("SCAN cursor %q is not an unsigned integer", next)
-		}
-		keys, ok := reply[1].([]any)
-		if !ok {
-			t.Fatalf("SCAN keys are not an array: %s", short(reply[1]))
-		}
-		for _, key := range keys {
-			seen[key.(string)]++
-		}
-		if next == "0" {
-			return seen
-		}
-		cursor = next
-	}
+	return scanFrom(t, k, "0", args...)
 }
 
 // serverTimeMs returns the server clock in Unix milliseconds.

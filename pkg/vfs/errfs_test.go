@@ -279,6 +279,20 @@ func syncFailFS(mem *MemFS, fail *bool) FS {
 	}))
 }
 
+// syncFailFile creates name, durably named, on an ErrorFS over a new MemFS whose syncs fail
+// while *fail is set, and closes it at the end of the test.
+func syncFailFile(t *testing.T, name string) (*MemFS, FS, File, *bool) {
+	t.Helper()
+	mem := NewMem()
+	fail := new(bool)
+	fs := syncFailFS(mem, fail)
+	f, err := fs.Create(name)
+	must(t, err)
+	t.Cleanup(func() { f.Close() })
+	must(t, fs.SyncDir("/"))
+	return mem, fs, f, fail
+}
+
 // syncFails calls f.Sync and checks that it fails with the injected error.
 func syncFails(t *testing.T, f File, fail *bool) {
 	t.Helper()
@@ -299,18 +313,12 @@ func writeAt(t *testing.T, f File, s string, off int64) {
 // After a failed sync the bytes it covered stay in the page cache but never reach the disk, even
 // through a later successful sync, until they are written again.
 func TestErrorFSFailedSyncLosesWrites(t *testing.T) {
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/log")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, fs, f, fail := syncFailFile(t, "/log")
 
 	writeAt(t, f, "AAAA", 0)
 	must(t, f.Sync())
 	writeAt(t, f, "BBBB", 4)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	must(t, f.Sync())
 	wantFile(t, fs, "/log", "AAAABBBB") // reads still see B
 	// The size reached the disk, B's data did not: a hole of zeros where B was.
@@ -330,17 +338,11 @@ func TestErrorFSFailedSyncLosesWrites(t *testing.T) {
 }
 
 func TestErrorFSFailedSyncPartialRewrite(t *testing.T) {
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/log")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, fs, f, fail := syncFailFile(t, "/log")
 	writeAt(t, f, "AAAA", 0)
 	must(t, f.Sync())
 	writeAt(t, f, "BBBBBBBB", 4)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 
 	writeAt(t, f, "bb", 6) // rewrites only the middle of what was lost
 	must(t, f.Sync())
@@ -349,7 +351,7 @@ func TestErrorFSFailedSyncPartialRewrite(t *testing.T) {
 
 	// A second failure adds to what is lost; the earlier loss is not undone by it.
 	writeAt(t, f, "xy", 10)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	must(t, f.Sync())
 	wantFile(t, mem.CrashClone(), "/log", "AAAA\x00\x00bb\x00\x00\x00\x00")
 	writeAt(t, f, "BB", 4)
@@ -360,17 +362,11 @@ func TestErrorFSFailedSyncPartialRewrite(t *testing.T) {
 
 // An overwrite of durable bytes that a failed sync loses leaves the old bytes on disk.
 func TestErrorFSFailedSyncOverwrite(t *testing.T) {
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/f")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, fs, f, fail := syncFailFile(t, "/f")
 	writeAt(t, f, "abcdef", 0)
 	must(t, f.Sync())
 	writeAt(t, f, "XY", 2)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	writeAt(t, f, "Z", 5) // dirty after the failure: durable with the next sync
 	must(t, f.Sync())
 	wantFile(t, fs, "/f", "abXYeZ")
@@ -405,17 +401,11 @@ func TestErrorFSFailedSyncThenTruncate(t *testing.T) {
 		}, "AAAABBBB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mem := NewMem()
-			var fail bool
-			fs := syncFailFS(mem, &fail)
-			f, err := fs.Create("/log")
-			must(t, err)
-			defer f.Close()
-			must(t, fs.SyncDir("/"))
+			mem, _, f, fail := syncFailFile(t, "/log")
 			writeAt(t, f, "AAAA", 0)
 			must(t, f.Sync())
 			writeAt(t, f, "BBBB", 4)
-			syncFails(t, f, &fail)
+			syncFails(t, f, fail)
 			c.run(t, f)
 			must(t, f.Sync())
 			wantFile(t, mem.CrashClone(), "/log", c.want)
@@ -424,18 +414,12 @@ func TestErrorFSFailedSyncThenTruncate(t *testing.T) {
 
 	// A truncation and regrowth that a failed sync covers: the regrown bytes were holes, which
 	// read as zeros once the truncation is durable, not as the old contents.
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/f")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, _, f, fail := syncFailFile(t, "/f")
 	writeAt(t, f, "abcdef", 0)
 	must(t, f.Sync())
 	must(t, f.Truncate(2))
 	must(t, f.Truncate(6))
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	must(t, f.Sync())
 	wantFile(t, mem.CrashClone(), "/f", "ab\x00\x00\x00\x00")
 }
@@ -443,15 +427,9 @@ func TestErrorFSFailedSyncThenTruncate(t *testing.T) {
 // Create truncates: after it, nothing of the old file or of what a failed sync lost survives
 // the next sync.
 func TestErrorFSFailedSyncThenCreate(t *testing.T) {
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/f")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, fs, f, fail := syncFailFile(t, "/f")
 	writeAt(t, f, "abcdef", 0)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	g, err := fs.Create("/f")
 	must(t, err)
 	defer g.Close()
@@ -464,14 +442,14 @@ func TestErrorFSFailedSyncThenCreate(t *testing.T) {
 // harmless.
 func TestErrorFSFailedSyncNestedAndOS(t *testing.T) {
 	mem := NewMem()
-	var fail bool
-	fs := NewErrorFS(syncFailFS(mem, &fail), noErrors)
+	fail := new(bool)
+	fs := NewErrorFS(syncFailFS(mem, fail), noErrors)
 	f, err := fs.Create("/f")
 	must(t, err)
 	defer f.Close()
 	must(t, fs.SyncDir("/"))
 	writeAt(t, f, "ab", 0)
-	syncFails(t, f, &fail)
+	syncFails(t, f, fail)
 	must(t, f.Sync())
 	wantFile(t, mem.CrashClone(), "/f", "\x00\x00")
 
@@ -488,13 +466,13 @@ func TestErrorFSFailedSyncNestedAndOS(t *testing.T) {
 	wantFile(t, mem.CrashClone(), "/g", "ab")
 
 	dir := t.TempDir()
-	osFS := syncFailFS(nil, &fail)
+	osFS := syncFailFS(nil, fail)
 	osFS.(*errorFS).base = Default
 	o, err := osFS.Create(dir + "/f")
 	must(t, err)
 	defer o.Close()
 	writeAt(t, o, "ab", 0)
-	syncFails(t, o, &fail)
+	syncFails(t, o, fail)
 	must(t, o.Sync())
 	wantFile(t, osFS, dir+"/f", "ab")
 }
@@ -513,13 +491,8 @@ func TestErrorFSFailedSyncModel(t *testing.T) {
 
 func testFailedSyncModel(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0))
-	mem := NewMem()
-	var fail bool
-	fs := syncFailFS(mem, &fail)
-	f, err := fs.Create("/f")
-	must(t, err)
-	defer f.Close()
-	must(t, fs.SyncDir("/"))
+	mem, _, f, fail := syncFailFile(t, "/f")
+	var err error
 
 	// The model: per byte, whether it was written since the last sync attempt and whether a
 	// failed sync lost it; truncatedTo as in memNode.
@@ -589,7 +562,7 @@ func testFailedSyncModel(t *testing.T, seed uint64) {
 			}
 			ops = append(ops, fmt.Sprintf("damage %d-%d", off, end))
 		case op < 9:
-			syncFails(t, f, &fail)
+			syncFails(t, f, fail)
 			for j := range written {
 				lost[j] = lost[j] || written[j]
 				written[j] = false

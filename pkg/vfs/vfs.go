@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // ErrNoFD is returned by File.Fd for files that are not backed by an operating-system descriptor
@@ -64,3 +65,38 @@ type FS interface {
 // AlignedBlock is the alignment of memory for direct reads, and the largest alignment of their
 // offsets and lengths (see DirectAlign).
 const AlignedBlock = 4096
+
+// WriteFile creates (or truncates) the file at path, writes data and syncs it. The directory
+// entry is not synced: a caller that needs the name durable syncs the directory.
+func WriteFile(fsys FS, path string, data []byte) error {
+	f, err := fsys.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WriteFileAtomic replaces name in dir durably: a temporary file is written and synced, renamed
+// over name, and the directory synced, so that a crash leaves the old contents or the new, never
+// a mixture.
+func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	err := WriteFile(fsys, tmp, data)
+	if err == nil {
+		err = fsys.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		fsys.Remove(tmp)
+	}
+	return err
+}

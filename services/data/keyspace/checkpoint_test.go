@@ -522,7 +522,7 @@ func TestCheckpointRejected(t *testing.T) {
 				// a changed shard count through the format file; change it to check that the
 				// checkpoint's own check holds too.
 				opts.Shards = tc.shards
-				if err := writeFileAtomic(mem, opts.Dir, formatFile, dirFormat{version: formatVersion, shards: tc.shards}.encode()); err != nil {
+				if err := vfs.WriteFileAtomic(mem, opts.Dir, formatFile, dirFormat{version: formatVersion, shards: tc.shards}.encode()); err != nil {
 					t.Fatal(err)
 				}
 			}

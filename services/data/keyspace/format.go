@@ -181,7 +181,7 @@ func checkFormat(fsys vfs.FS, dir string, shards int, log *slog.Logger) error {
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "shard-") }) {
 		return fmt.Errorf("keyspace: %s holds shard directories but no %s: not a Lavik data directory this version knows", dir, formatFile)
 	}
-	if err := writeFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards}.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards}.encode()); err != nil {
 		return fmt.Errorf("keyspace: record the data format: %w", err)
 	}
 	return nil

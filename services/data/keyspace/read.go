@@ -64,16 +64,7 @@ func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte) int {
 		}
 		return n
 	}
-	hs := make([]uint64, len(keys))
-	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
-	for i, key := range keys {
-		hs[i] = ks.hash(uint8(db), key)
-		shards = append(shards, ks.shardOf(hs[i]))
-	}
-	shards = sortShards(shards)
-	for _, s := range shards {
-		s.mu.RLock()
-	}
+	hs, shards := ks.rlockKeys(db, keys)
 	now := ks.opts.Now()
 	for i, key := range keys {
 		s := ks.shardOf(hs[i])
@@ -285,173 +276,14 @@ func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, snapshot bool, fn f
 	if se.batch() != nil {
 		return ks.mgetBatch(se, db, keys, fn)
 	}
+	var snaps []keySnap
 	if snapshot {
-		return ks.mgetSnapshot(se, db, keys, fn, flush)
+		var release func()
+		snaps, release = ks.snapshotKeys(se, db, keys)
+		defer release()
+	} else {
+		snaps = make([]keySnap, len(keys))
 	}
-	n := min(len(keys), mgetBatch)
-	ps := make([]pendingRead, n)
-	found := make([]bool, n)
-	slow := make([]bool, n)
-	metas := make([]Meta, n)
-	reads := make([]*vlog.Read, 0, n)
-	for start := 0; start < len(keys); {
-		now := ks.opts.Now()
-		end, bytes := start, int64(0)
-		for end < len(keys) && end-start < mgetBatch && bytes < mgetBytes {
-			k, key := end-start, keys[end]
-			ps[k], found[k], slow[k] = pendingRead{}, false, false
-			h := ks.hash(uint8(db), key)
-			s := ks.shardOf(h)
-			s.mu.RLock()
-			dep := s.depLocked(h)
-			i, _, ok := s.ix.find(uint32(h), uint8(db), key)
-			if ok {
-				e := s.ix.entry(i)
-				switch {
-				case e.expired(now):
-					s.mu.RUnlock()
-					ks.expireKey(s, h, uint8(db), key)
-					s.mu.RLock()
-					ok = false
-				case e.chunked():
-					slow[k] = true
-				default:
-					s.prepareLocked(&ps[k], e, uint8(db), key)
-					bytes += int64(e.vlen)
-				}
-				if ok {
-					metas[k] = e.metaOf()
-				}
-			}
-			s.mu.RUnlock()
-			ks.noteDep(se, s, dep)
-			found[k] = ok
-			if ok {
-				ks.stats.hits.Add(1)
-			} else {
-				ks.stats.misses.Add(1)
-			}
-			end++
-		}
-		reads = reads[:0]
-		for k := range end - start {
-			if ps[k].ready {
-				reads = append(reads, &ps[k].rd)
-			}
-		}
-		vlog.Submit(ks.opts.Engine, reads)
-		var ferr error
-		stopped := false
-		for k := range end - start {
-			i := start + k
-			if ferr == nil && !stopped {
-				switch {
-				case !found[k]:
-					ferr = fn(i, Value{}, Meta{}, false, nil)
-				case slow[k]:
-					h := ks.hash(uint8(db), keys[i])
-					called := false
-					var err error
-					_, err = ks.readValue(se, ks.shardOf(h), h, uint8(db), keys[i], nil, func(v Value, m Meta) error {
-						called = true
-						return fn(i, v, m, true, nil)
-					})
-					if !called {
-						ferr = fn(i, Value{}, metas[k], false, err) // gone meanwhile (err nil), or failed
-					} else {
-						ferr = err
-					}
-				default:
-					val, err := ks.value(&ps[k])
-					ferr = fn(i, Value{Len: len(val), whole: val}, metas[k], err == nil, err)
-				}
-				if ferr == nil && flush != nil && !flush() {
-					stopped = true
-				}
-			}
-			if ps[k].ready {
-				ps[k].rd.Release()
-			}
-		}
-		if ferr != nil || stopped {
-			return ferr
-		}
-		start = end
-	}
-	return nil
-}
-
-// keySnap is what a snapshot found of one key (snapshotKeys).
-type keySnap struct {
-	s       *shard
-	h       uint64
-	ok      bool
-	meta    Meta
-	loc     vlog.Loc
-	size    int // the record's size
-	vlen    int // its payload's length
-	chunked bool
-}
-
-// snapshotKeys looks keys up under the read locks of all their shards at once and pins the
-// segments of the records found; release lets them go. An expired key is reported missing (and
-// left for expiry to remove).
-func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap, func()) {
-	snaps := make([]keySnap, len(keys))
-	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
-	for i, key := range keys {
-		h := ks.hash(uint8(db), key)
-		snaps[i].h, snaps[i].s = h, ks.shardOf(h)
-		shards = append(shards, snaps[i].s)
-	}
-	shards = sortShards(shards)
-	for _, s := range shards {
-		s.mu.RLock()
-	}
-	now := ks.opts.Now()
-	segs := map[*shard][]uint32{}
-	for i, key := range keys {
-		sn := &snaps[i]
-		s := sn.s
-		ks.noteDep(se, s, s.depLocked(sn.h))
-		idx, _, ok := s.ix.find(uint32(sn.h), uint8(db), key)
-		if !ok {
-			continue
-		}
-		e := s.ix.entry(idx)
-		if e.expired(now) {
-			continue
-		}
-		sn.ok, sn.meta, sn.loc, sn.chunked = true, e.metaOf(), vlog.Loc{Seg: e.seg, Off: e.off}, e.chunked()
-		sn.size, sn.vlen = int(s.recSize(e)), s.recLen(e)
-		segs[s] = append(segs[s], e.seg)
-	}
-	var unpins []func()
-	for s, ids := range segs {
-		slices.Sort(ids)
-		// Under the lock every segment an entry points into is there.
-		if u, ok := s.log.PinSegments(slices.Compact(ids)); ok {
-			unpins = append(unpins, u)
-		}
-	}
-	unlockReadAll(shards)
-	return snaps, func() {
-		for _, u := range unpins {
-			u()
-		}
-	}
-}
-
-func unlockReadAll(shards []*shard) {
-	for i := len(shards) - 1; i >= 0; i-- {
-		shards[i].mu.RUnlock()
-	}
-}
-
-// mgetSnapshot is MGet with snapshot: the keys as snapshotKeys found them, read a batch at a time.
-func (ks *Keyspace) mgetSnapshot(se *Session, db int, keys [][]byte, fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
-	snaps, release := ks.snapshotKeys(se, db, keys)
-	defer release()
 	n := min(len(keys), mgetBatch)
 	ps := make([]pendingRead, n)
 	reads := make([]*vlog.Read, 0, n)
@@ -459,6 +291,9 @@ func (ks *Keyspace) mgetSnapshot(se *Session, db int, keys [][]byte, fn func(i i
 		end, bytes := start, int64(0)
 		for end < len(keys) && end-start < mgetBatch && bytes < mgetBytes {
 			p, sn := &ps[end-start], &snaps[end]
+			if !snapshot {
+				ks.lookupKey(se, db, keys[end], sn)
+			}
 			*p = pendingRead{}
 			switch {
 			case !sn.ok:
@@ -489,9 +324,13 @@ func (ks *Keyspace) mgetSnapshot(se *Session, db int, keys [][]byte, fn func(i i
 				switch {
 				case !sn.ok:
 					ferr = fn(i, Value{}, Meta{}, false, nil)
+				case sn.chunked && snapshot:
+					ferr = ks.readSnapChunked(se, sn, db, keys[i], func(v Value, m Meta, ok bool, err error) error {
+						return fn(i, v, m, ok, err)
+					})
 				case sn.chunked:
-					ferr = ks.readSnapChunked(se, sn, db, keys[i], func(v Value, m Meta, err error) error {
-						return fn(i, v, m, err == nil, err)
+					ferr = ks.readNowChunked(se, sn, db, keys[i], func(v Value, m Meta, ok bool, err error) error {
+						return fn(i, v, m, ok, err)
 					})
 				default:
 					val, err := ks.value(&ps[k])
@@ -513,11 +352,128 @@ func (ks *Keyspace) mgetSnapshot(se *Session, db int, keys [][]byte, fn func(i i
 	return nil
 }
 
+// lookupKey fills sn with what the index has of key now (an expired key is removed on the way).
+func (ks *Keyspace) lookupKey(se *Session, db int, key []byte, sn *keySnap) {
+	*sn = keySnap{h: ks.hash(uint8(db), key)}
+	s := ks.shardOf(sn.h)
+	sn.s = s
+	s.mu.RLock()
+	dep := s.depLocked(sn.h)
+	if i, _, ok := s.ix.find(uint32(sn.h), uint8(db), key); ok {
+		if e := s.ix.entry(i); e.expired(ks.opts.Now()) {
+			s.mu.RUnlock()
+			ks.expireKey(s, sn.h, uint8(db), key)
+			s.mu.RLock()
+		} else {
+			sn.fillLocked(s, e)
+		}
+	}
+	s.mu.RUnlock()
+	ks.noteDep(se, s, dep)
+}
+
+// fillLocked records e, the key's entry, in sn. The shard's lock is held.
+func (sn *keySnap) fillLocked(s *shard, e *entry) {
+	sn.ok, sn.meta, sn.loc, sn.chunked = true, e.metaOf(), vlog.Loc{Seg: e.seg, Off: e.off}, e.chunked()
+	sn.size, sn.vlen = int(s.recSize(e)), s.recLen(e)
+}
+
+// readNowChunked reads the chunked value of key as it is now (the entry sn found may have moved
+// since: a pipeline of GETs asks for no snapshot).
+// A key removed meanwhile is reported missing.
+func (ks *Keyspace) readNowChunked(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, ok bool, err error) error) error {
+	called := false
+	_, err := ks.readValue(se, sn.s, sn.h, uint8(db), key, nil, func(v Value, m Meta) error {
+		called = true
+		return fn(v, m, true, nil)
+	})
+	if called {
+		return err
+	}
+	return fn(Value{}, Meta{}, false, err)
+}
+
+// keySnap is what a lookup found of one key (snapshotKeys, lookupKey).
+type keySnap struct {
+	s       *shard
+	h       uint64
+	ok      bool
+	meta    Meta
+	loc     vlog.Loc
+	size    int // the record's size
+	vlen    int // its payload's length
+	chunked bool
+}
+
+// snapshotKeys looks keys up under the read locks of all their shards at once and pins the
+// segments of the records found; release lets them go. An expired key is reported missing (and
+// left for expiry to remove).
+func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap, func()) {
+	snaps := make([]keySnap, len(keys))
+	hs, shards := ks.rlockKeys(db, keys)
+	for i, h := range hs {
+		snaps[i].h, snaps[i].s = h, ks.shardOf(h)
+	}
+	now := ks.opts.Now()
+	segs := map[*shard][]uint32{}
+	for i, key := range keys {
+		sn := &snaps[i]
+		s := sn.s
+		ks.noteDep(se, s, s.depLocked(sn.h))
+		idx, _, ok := s.ix.find(uint32(sn.h), uint8(db), key)
+		if !ok {
+			continue
+		}
+		e := s.ix.entry(idx)
+		if e.expired(now) {
+			continue
+		}
+		sn.fillLocked(s, e)
+		segs[s] = append(segs[s], e.seg)
+	}
+	var unpins []func()
+	for s, ids := range segs {
+		slices.Sort(ids)
+		// Under the lock every segment an entry points into is there.
+		if u, ok := s.log.PinSegments(slices.Compact(ids)); ok {
+			unpins = append(unpins, u)
+		}
+	}
+	unlockReadAll(shards)
+	return snaps, func() {
+		for _, u := range unpins {
+			u()
+		}
+	}
+}
+
+// rlockKeys takes the read locks of the shards of keys, in order, and returns the keys' hashes
+// and the shards locked, for unlockReadAll.
+func (ks *Keyspace) rlockKeys(db int, keys [][]byte) ([]uint64, []*shard) {
+	hs := make([]uint64, len(keys))
+	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
+	for i, key := range keys {
+		hs[i] = ks.hash(uint8(db), key)
+		shards = append(shards, ks.shardOf(hs[i]))
+	}
+	shards = sortShards(shards)
+	for _, s := range shards {
+		s.mu.RLock()
+	}
+	return hs, shards
+}
+
+func unlockReadAll(shards []*shard) {
+	for i := len(shards) - 1; i >= 0; i-- {
+		shards[i].mu.RUnlock()
+	}
+}
+
 // readSnapChunked reads the chunked value a snapshot found: its manifest where the snapshot saw
 // it, then its chunks, pinned while fn streams them. Should a collection have moved the chunks
 // and dropped their segment since the snapshot (a window of one manifest read), the key's value
 // now is served instead.
-func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, err error) error) error {
+func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, ok bool, err error) error) error {
 	s := sn.s
 	var man *manifest
 	err := ks.readRecords([]recRead{{log: s.log, loc: sn.loc, n: sn.size}}, false, func(_ int, rec []byte, err error) error {
@@ -527,24 +483,13 @@ func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte
 		return err
 	})
 	if err != nil {
-		return fn(Value{}, sn.meta, ks.readErr(err))
+		return fn(Value{}, sn.meta, false, ks.readErr(err))
 	}
 	unpin, ok := ks.pinChunks(man)
 	if !ok {
 		ks.stats.moved.Add(1)
-		called := false
-		found, err := ks.readValue(se, s, sn.h, uint8(db), key, nil, func(v Value, m Meta) error {
-			called = true
-			return fn(v, m, nil)
-		})
-		if !called {
-			if !found && err == nil {
-				return fn(Value{}, Meta{}, fmt.Errorf("keyspace: %q changed while it was read", key))
-			}
-			return fn(Value{}, sn.meta, err)
-		}
-		return err
+		return ks.readNowChunked(se, sn, db, key, fn)
 	}
 	defer unpin()
-	return fn(Value{Len: int(man.length), ks: ks, man: man, from: 0, to: man.length}, sn.meta, nil)
+	return fn(Value{Len: int(man.length), ks: ks, man: man, from: 0, to: man.length}, sn.meta, true, nil)
 }

@@ -248,38 +248,11 @@ func (t *txState) saveAborted(fsys vfs.FS, dir string) error {
 		b = strconv.AppendUint(b, id, 10)
 		b = append(b, '\n')
 	}
-	if err := writeFileAtomic(fsys, dir, abortedFile, b); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, abortedFile, b); err != nil {
 		return fmt.Errorf("keyspace: record aborted transactions: %w", err)
 	}
 	t.fresh = nil
 	return nil
-}
-
-// writeFileAtomic writes name in dir durably: a temporary file, synced, renamed over name, and
-// the directory synced.
-func writeFileAtomic(fsys vfs.FS, dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = fsys.SyncDir(dir)
-	}
-	if err != nil {
-		fsys.Remove(tmp)
-	}
-	return err
 }
 
 // txCode is what an index entry keeps of a record's transaction, so that it knows the record's

@@ -81,7 +81,7 @@ func upgradeDirectory(fsys vfs.FS, dir string, shards int, log *slog.Logger) err
 	}
 	log.Info("data converted to format 2", "segments", st.segments, "records", st.records, "chunks", st.chunks,
 		"manifests", st.manifests, "torn_bytes_left_out", st.tornBytes, "corrupt_records_skipped", st.corrupt)
-	if err := writeFileAtomic(fsys, dir, upgradeMarker, []byte("converted\n")); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, upgradeMarker, []byte("converted\n")); err != nil {
 		return fmt.Errorf("keyspace: upgrade: %w", err)
 	}
 	return finishUpgrade(fsys, dir, shards, log)
@@ -141,7 +141,7 @@ func finishUpgrade(fsys vfs.FS, dir string, shards int, log *slog.Logger) error 
 			return fmt.Errorf("keyspace: upgrade: %w", err)
 		}
 	}
-	if err := writeFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards}.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards}.encode()); err != nil {
 		return fmt.Errorf("keyspace: upgrade: %w", err)
 	}
 	log.Info("data directory upgraded to format 2", "dir", dir)

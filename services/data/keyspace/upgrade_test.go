@@ -197,10 +197,10 @@ func TestUpgradeFormat1Crash(t *testing.T) {
 func TestNewerFormatRefused(t *testing.T) {
 	for name, damage := range map[string]func(fs vfs.FS) error{
 		"format": func(fs vfs.FS) error {
-			return writeFileAtomic(fs, "/data", formatFile, []byte("format 3\nshards 4\nfeatures\n"))
+			return vfs.WriteFileAtomic(fs, "/data", formatFile, []byte("format 3\nshards 4\nfeatures\n"))
 		},
 		"feature": func(fs vfs.FS) error {
-			return writeFileAtomic(fs, "/data", formatFile, []byte("format 2\nshards 4\nfeatures grouped-hashes\n"))
+			return vfs.WriteFileAtomic(fs, "/data", formatFile, []byte("format 2\nshards 4\nfeatures grouped-hashes\n"))
 		},
 		"segment": func(fs vfs.FS) error {
 			f, err := fs.OpenReadWrite("/data/shard-000/" + vlog.SegmentName(1))

@@ -723,17 +723,7 @@ func (l *Log) keepAside(name string, data []byte) (string, error) {
 		return "", fmt.Errorf("vlog: repair: %w", err)
 	}
 	qp := filepath.Join(dir, name)
-	q, err := l.opts.FS.Create(qp)
-	if err != nil {
-		return "", fmt.Errorf("vlog: repair: %w", err)
-	}
-	_, err = q.Write(data)
-	if err == nil {
-		err = q.Sync()
-	}
-	if cerr := q.Close(); err == nil {
-		err = cerr
-	}
+	err := vfs.WriteFile(l.opts.FS, qp, data)
 	if err == nil {
 		err = l.opts.FS.SyncDir(dir)
 	}
