@@ -344,11 +344,14 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 	// Each GET's reply is its own span: one whose durability wait fails becomes an error, the
 	// others stand.
 	done := 0
-	failed := commands.WriteGetReplies(&c.ctx, keys, func(int) {
+	failed, ok := c.runGets(keys, func(int) {
 		c.noteSpan(mark, notes, false)
 		mark, notes, c.midFlushed = c.w.Len(), c.ctx.Sess.Notes(), false
 		done++
-	})
+	}, mark)
+	if !ok {
+		return
+	}
 	if c.ctx.Broken {
 		// The GET that broke gets the error; the ones after it in the run, which were not
 		// read, run one by one.
@@ -364,6 +367,26 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 		getCommand.Stats.Failed.Add(uint64(failed))
 		s.stats.errReplies.Add(uint64(failed))
 	}
+}
+
+// runGets writes the replies of a run of GETs, recovering from a panic as run does: the GET
+// being answered gets the error (its reply starts at the mark after writes reports) and the
+// connection closes.
+func (c *conn) runGets(keys [][]byte, after func(int), mark int) (failed int, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("command panicked", "cmd", "get", "client", c.cl.Addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.w.Truncate(mark)
+			c.w.Error("ERR lavik: internal error while running 'get' (logged); closing the connection")
+			getCommand.Stats.Failed.Add(1)
+			c.cl.CloseAfterReply = true
+			ok = false
+		}
+	}()
+	return commands.WriteGetReplies(&c.ctx, keys, func(i int) {
+		after(i)
+		mark = c.w.Len()
+	}), true
 }
 
 // run calls the handler. A panic is a bug in Lavik, never the client's fault: it is logged
