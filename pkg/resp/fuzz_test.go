@@ -53,6 +53,46 @@ func readAll(rd io.Reader, lim Limits, max int) ([]Command, string) {
 	return all, err.Error()
 }
 
+// fillAll reads data the way an event loop does: Fill with chunks of random sizes (a read that
+// returns what the socket had), Parse whatever is complete after each, until the data is gone.
+// The end is the error Parse returned, or what ReadCommands would say at the end of the data.
+func fillAll(data []byte, lim Limits, seed uint64) ([]Command, string) {
+	r := NewReader(nil, lim)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	var all, cmds []Command
+	var err error
+	for {
+		cmds, err = r.Parse(cmds, 1+rng.IntN(4))
+		for _, c := range cmds {
+			cp := Command{Inline: c.Inline}
+			for _, a := range c.Args {
+				cp.Args = append(cp.Args, bytes.Clone(a))
+			}
+			all = append(all, cp)
+		}
+		if err != nil {
+			return all, err.Error()
+		}
+		if len(cmds) > 0 {
+			continue
+		}
+		if len(data) == 0 {
+			if r.Buffered() > 0 {
+				return all, io.ErrUnexpectedEOF.Error()
+			}
+			return all, io.EOF.Error()
+		}
+		if _, err := r.Fill(func(p []byte) (int, error) {
+			n := min(len(p), len(data), 1+rng.IntN(64))
+			copy(p, data[:n])
+			data = data[n:]
+			return n, nil
+		}); err != nil {
+			return all, err.Error()
+		}
+	}
+}
+
 func sameCommands(a, b []Command, compareInline bool) bool {
 	if len(a) != len(b) {
 		return false
@@ -110,6 +150,10 @@ func checkReaderInput(t *testing.T, data []byte) {
 				if !sameCommands(got, want, true) || gotEnd != wantEnd {
 					t.Fatalf("feed %d disagrees with whole input:\n%s %q\nvs\n%s %q", i, fmtCommands(got), gotEnd, fmtCommands(want), wantEnd)
 				}
+			}
+			// Fill and Parse, as an event loop reads a non-blocking socket, agree too.
+			if got, gotEnd := fillAll(data, lim, uint64(len(data))); !sameCommands(got, want, true) || gotEnd != wantEnd {
+				t.Fatalf("Fill/Parse disagree with whole input:\n%s %q\nvs\n%s %q", fmtCommands(got), gotEnd, fmtCommands(want), wantEnd)
 			}
 			// Re-encoded as multibulk, the commands parse back to themselves.
 			var enc []byte

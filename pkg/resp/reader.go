@@ -258,6 +258,51 @@ func (r *Reader) ReadCommands(dst []Command, max int) ([]Command, error) {
 	}
 }
 
+// Fill reads once from read into the buffer, making room first as ReadCommands does, for a
+// caller that reads a non-blocking socket itself (an event loop). It returns what read returned;
+// the arguments of the commands Parse returned before become invalid (the buffer may move).
+// Nothing is read once the reader has failed (a protocol or limit error): that error is returned.
+func (r *Reader) Fill(read func(p []byte) (int, error)) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	r.makeRoom(r.lim.Load())
+	n, err := read(r.buf[r.end:])
+	if n < 0 || n > len(r.buf)-r.end {
+		r.err = errBadReadCount
+		return 0, r.err
+	}
+	r.end += n
+	return n, err
+}
+
+// Parse returns up to max complete commands (max <= 0: no limit) from what Fill buffered,
+// reading nothing, with ReadCommands's errors but for those of the underlying reader: a protocol
+// error (after the commands parsed before it), or ErrQueryBufferLimit when no complete command
+// is buffered and more than the limit is. An empty result with a nil error means more bytes are
+// needed. The commands are valid until the next Fill or Parse.
+func (r *Reader) Parse(dst []Command, max int) ([]Command, error) {
+	dst = dst[:0]
+	r.args = r.args[:0]
+	if r.err != nil {
+		return dst, r.err
+	}
+	lim := r.lim.Load()
+	dst, err := r.parse(dst, max, lim)
+	if err != nil {
+		r.err = err
+		if len(dst) > 0 {
+			return dst, nil
+		}
+		return dst, err
+	}
+	if len(dst) == 0 && int64(r.end-r.start) > lim.MaxQueryBuffer {
+		r.err = ErrQueryBufferLimit
+		return dst, r.err
+	}
+	return dst, nil
+}
+
 // parse appends to dst the complete commands at the front of the buffer, up to max in all.
 func (r *Reader) parse(dst []Command, max int, lim *Limits) ([]Command, error) {
 	for r.start < r.end && (max <= 0 || len(dst) < max) {
