@@ -250,19 +250,12 @@ func setexGeneric(c *Ctx, name string, unit expireUnit) {
 // tell each reply's extent.
 func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
 	c.KS.MGet(c.Sess, c.DB(), keys, false, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
-		switch {
-		case err != nil:
-			c.W.Error(ErrorLine(err))
+		bad, err := WriteGetReply(c, v, m, ok, err)
+		if err != nil {
+			return err
+		}
+		if bad {
 			failed++
-		case !ok:
-			c.W.Null()
-		case m.Type != typeString:
-			c.W.Error(string(ErrWrongType))
-			failed++
-		default:
-			if err := writeValue(c, v); err != nil {
-				return err
-			}
 		}
 		if after != nil {
 			after(i)
@@ -270,6 +263,25 @@ func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
 		return nil
 	}, c.MaybeFlush)
 	return failed
+}
+
+// WriteGetReply writes GET's reply for what a read of the key found (keyspace.MGet's or
+// ReadMany's callback arguments) and reports whether it is an error reply. The error returned
+// means the value could not be written whole (the reply is broken, see writeValue).
+func WriteGetReply(c *Ctx, v keyspace.Value, m keyspace.Meta, ok bool, err error) (bool, error) {
+	switch {
+	case err != nil:
+		c.W.Error(ErrorLine(err))
+		return true, nil
+	case !ok:
+		c.W.Null()
+	case m.Type != typeString:
+		c.W.Error(string(ErrWrongType))
+		return true, nil
+	default:
+		return false, writeValue(c, v)
+	}
+	return false, nil
 }
 
 // mgetCmd streams its reply: values are read a bounded batch at a time and handed to the

@@ -122,6 +122,9 @@ type Keyspace struct {
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
+	// engines are the other engines that read for the keyspace (RegisterEngine).
+	enginesMu sync.Mutex
+	engines   []vlog.Engine
 }
 
 type shard struct {
@@ -409,6 +412,9 @@ func (ks *Keyspace) ResetStats() {
 	ks.stats.expired.Store(0)
 }
 
+// EngineName is the name of the engine the value log reads with.
+func (ks *Keyspace) EngineName() string { return ks.opts.Engine.Name() }
+
 // Now returns the keyspace clock in unix milliseconds.
 func (ks *Keyspace) Now() int64 { return ks.opts.Now() }
 
@@ -627,6 +633,10 @@ func (se *Session) Notes() uint64 { return se.notes }
 
 // Dirty reports whether the session has writes not yet waited for.
 func (se *Session) Dirty() bool { return len(se.dirty) > 0 }
+
+// Syncs reports whether the session's next Wait may have to sync (appendfsync always, with
+// something to wait for): a caller that must not block for a disk flush waits elsewhere.
+func (se *Session) Syncs() bool { return se.Dirty() && se.ks.Fsync() == vlog.FsyncAlways }
 
 // Wait makes the session's writes as durable as the appendfsync policy promises: written to the
 // OS (everysec, no) or synced (always). It returns the first flush error.

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -281,7 +282,53 @@ func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, snapshot bool, fn f
 		var release func()
 		snaps, release = ks.snapshotKeys(se, db, keys)
 		defer release()
-	} else {
+	}
+	at := func(int) (*Session, int) { return se, db }
+	chunked := ks.readNowChunked
+	if snapshot {
+		chunked = ks.readSnapChunked
+	}
+	return ks.readKeys(keys, at, snaps, chunked, fn, flush)
+}
+
+// GetReq is one GET of ReadMany: a key of a database, for a session.
+type GetReq struct {
+	Se  *Session
+	DB  int
+	Key []byte
+}
+
+// ErrLarge is what ReadMany reports for a value stored in chunks (longer than ChunkThreshold),
+// of which it reads nothing: its reader streams it with Get.
+var ErrLarge = errors.New("keyspace: a large value, to be streamed")
+
+// ReadMany answers many GETs, of any sessions and databases, a batch of disk reads at a time as
+// MGet does: the read path of an event loop that answers the GETs of all its ready connections
+// together. fn is called for each request in order; a chunked value comes with ok and ErrLarge
+// (its metadata in m) and is not read.
+func (ks *Keyspace) ReadMany(reqs []GetReq, fn func(i int, v Value, m Meta, ok bool, err error)) {
+	keys := make([][]byte, len(reqs))
+	for i := range reqs {
+		keys[i] = reqs[i].Key
+	}
+	at := func(i int) (*Session, int) { return reqs[i].Se, reqs[i].DB }
+	large := func(_ *Session, sn *keySnap, _ int, _ []byte, fn func(v Value, m Meta, ok bool, err error) error) error {
+		return fn(Value{}, sn.meta, true, ErrLarge)
+	}
+	ks.readKeys(keys, at, nil, large, func(i int, v Value, m Meta, ok bool, err error) error {
+		fn(i, v, m, ok, err)
+		return nil
+	}, nil)
+}
+
+// readKeys is the body of MGet and ReadMany: keys[i] of the session and database at(i) gives,
+// looked up a batch at a time (or as snaps found them, when not nil), read with one engine batch
+// per mgetBatch keys or mgetBytes, and handed to fn in order; chunked reads a chunked value.
+func (ks *Keyspace) readKeys(keys [][]byte, at func(i int) (*Session, int), snaps []keySnap,
+	chunked func(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, ok bool, err error) error) error,
+	fn func(i int, v Value, m Meta, ok bool, err error) error, flush func() bool) error {
+	lookup := snaps == nil
+	if lookup {
 		snaps = make([]keySnap, len(keys))
 	}
 	n := min(len(keys), mgetBatch)
@@ -291,7 +338,8 @@ func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, snapshot bool, fn f
 		end, bytes := start, int64(0)
 		for end < len(keys) && end-start < mgetBatch && bytes < mgetBytes {
 			p, sn := &ps[end-start], &snaps[end]
-			if !snapshot {
+			se, db := at(end)
+			if lookup {
 				ks.lookupKey(se, db, keys[end], sn)
 			}
 			*p = pendingRead{}
@@ -324,12 +372,9 @@ func (ks *Keyspace) MGet(se *Session, db int, keys [][]byte, snapshot bool, fn f
 				switch {
 				case !sn.ok:
 					ferr = fn(i, Value{}, Meta{}, false, nil)
-				case sn.chunked && snapshot:
-					ferr = ks.readSnapChunked(se, sn, db, keys[i], func(v Value, m Meta, ok bool, err error) error {
-						return fn(i, v, m, ok, err)
-					})
 				case sn.chunked:
-					ferr = ks.readNowChunked(se, sn, db, keys[i], func(v Value, m Meta, ok bool, err error) error {
+					se, db := at(i)
+					ferr = chunked(se, sn, db, keys[i], func(v Value, m Meta, ok bool, err error) error {
 						return fn(i, v, m, ok, err)
 					})
 				default:
@@ -492,4 +537,89 @@ func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte
 	}
 	defer unpin()
 	return fn(Value{Len: int(man.length), ks: ks, man: man, from: 0, to: man.length}, sn.meta, true, nil)
+}
+
+// Reads is a ReadMany an event loop drives without waiting (StartReads): the lookups and disk
+// reads go on a bounded window at a time on the loop's own engine, and each answer is handed
+// on, in request order, as soon as it and those before it are complete (Step).
+type Reads struct {
+	ks    *Keyspace
+	eng   vlog.AsyncEngine
+	reqs  []GetReq
+	snaps []keySnap
+	ps    []pendingRead
+	// reqs[:prepared] are looked up and their reads started; reqs[:delivered] handed on.
+	prepared, delivered int
+	// pending is the bytes of the reads started and not handed on, bounded by readsWindow.
+	pending int64
+}
+
+// readsWindow bounds the bytes of values a Reads holds at once (see mgetBytes).
+const readsWindow = mgetBytes
+
+// StartReads starts answering reqs on eng: the first window of them is looked up and its disk
+// reads queued on eng, for the caller to submit. Each key is looked up when its read is
+// prepared, as MGet without snapshot does.
+func (ks *Keyspace) StartReads(reqs []GetReq, eng vlog.AsyncEngine) *Reads {
+	r := &Reads{ks: ks, eng: eng, reqs: reqs, snaps: make([]keySnap, len(reqs)), ps: make([]pendingRead, len(reqs))}
+	r.fill()
+	return r
+}
+
+// fill prepares the next requests while the window and the engine have room.
+func (r *Reads) fill() {
+	for r.prepared < len(r.reqs) {
+		if r.eng.Room() == 0 || r.pending >= readsWindow && r.prepared > r.delivered {
+			return
+		}
+		i := r.prepared
+		q, sn, p := &r.reqs[i], &r.snaps[i], &r.ps[i]
+		r.ks.lookupKey(q.Se, q.DB, q.Key, sn)
+		switch {
+		case !sn.ok:
+			r.ks.stats.misses.Add(1)
+		case sn.chunked:
+			r.ks.stats.hits.Add(1)
+		default:
+			r.ks.stats.hits.Add(1)
+			p.db, p.key, p.vlen = uint8(q.DB), q.Key, sn.vlen
+			p.err = sn.s.log.PrepareReadOn(&p.rd, sn.loc, sn.size, r.eng)
+			p.ready = p.err == nil
+			if p.ready && p.rd.NeedsIO() {
+				r.eng.StartOne(p.rd.Req())
+			}
+			r.pending += int64(sn.size)
+		}
+		r.prepared++
+	}
+}
+
+// Step hands on, in order, the answers whose reads completed (the caller polled the engine
+// first), then looks up and starts more. fn gets what ReadMany's does. It reports whether every
+// request is answered.
+func (r *Reads) Step(fn func(i int, v Value, m Meta, ok bool, err error)) bool {
+	for r.delivered < r.prepared {
+		i := r.delivered
+		p, sn := &r.ps[i], &r.snaps[i]
+		if p.ready && p.rd.NeedsIO() && !p.rd.Req().Completed() {
+			break
+		}
+		switch {
+		case !sn.ok:
+			fn(i, Value{}, Meta{}, false, nil)
+		case sn.chunked:
+			fn(i, Value{}, sn.meta, true, ErrLarge)
+		default:
+			p.rd.Finish()
+			val, err := r.ks.value(p)
+			fn(i, Value{Len: len(val), whole: val}, sn.meta, err == nil, err)
+			if p.ready {
+				p.rd.Release()
+			}
+			r.pending -= int64(sn.size)
+		}
+		r.delivered++
+	}
+	r.fill()
+	return r.delivered == len(r.reqs)
 }

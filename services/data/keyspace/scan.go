@@ -348,7 +348,7 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 	st := Stats{
 		Hits: ks.stats.hits.Load(), Misses: ks.stats.misses.Load(),
 		ExpiredKeys: ks.stats.expired.Load(), CorruptReads: ks.stats.corrupt.Load(),
-		Engine: ks.opts.Engine.Stats(), EngineName: ks.opts.Engine.Name(),
+		Engine: ks.engineStats(), EngineName: ks.opts.Engine.Name(),
 		Shards: len(ks.shards), LoadTime: ks.loadTime.Seconds(),
 	}
 	st.Checkpoint = ks.checkpointStats()
@@ -369,6 +369,33 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 		st.Log.Corrupt += ls.Corrupt
 		st.Log.TornBytesCut += ls.TornBytesCut
 		st.Log.Repaired += ls.Repaired
+	}
+	return st
+}
+
+// RegisterEngine adds an engine that reads for the keyspace besides its own (an event loop's
+// ring) to the figures Stats reports.
+func (ks *Keyspace) RegisterEngine(e vlog.Engine) {
+	ks.enginesMu.Lock()
+	ks.engines = append(ks.engines, e)
+	ks.enginesMu.Unlock()
+}
+
+// engineStats sums the counters of every engine that reads for the keyspace.
+func (ks *Keyspace) engineStats() vlog.EngineStats {
+	st := ks.opts.Engine.Stats()
+	ks.enginesMu.Lock()
+	defer ks.enginesMu.Unlock()
+	for _, e := range ks.engines {
+		o := e.Stats()
+		st.Reads += o.Reads
+		st.Bytes += o.Bytes
+		st.Batches += o.Batches
+		st.Errors += o.Errors
+		st.Submits += o.Submits
+		st.Wakeups += o.Wakeups
+		st.FixedReads += o.FixedReads
+		st.Deferred += o.Deferred
 	}
 	return st
 }

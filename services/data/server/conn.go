@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
@@ -22,26 +24,20 @@ const (
 	flushAt = 64 << 10
 )
 
-// countingReader counts bytes read from a connection for INFO stats.
-type countingReader struct {
-	r io.Reader
-	s *Server
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.s.stats.netIn.Add(uint64(n))
-	return n, err
-}
-
-// conn is one client connection's state.
+// conn is one client connection. A loop owns it (loop_linux.go): the loop's goroutine runs its
+// commands, except while a command runs detached on a goroutine of its own (runDetached), when
+// only that goroutine touches it; the handover goes through the loop's inbox.
 type conn struct {
 	s   *Server
-	nc  net.Conn
+	lp  *loop
+	fd  int
 	cl  *commands.Client
 	rd  *resp.Reader
 	w   *resp.Writer
 	ctx commands.Ctx
+	// sent is how much of w is written: the loop writes what the socket takes and keeps the
+	// rest for when it has room.
+	sent int
 	// spans are the replies in the pending output that depend on the next durability wait (a
 	// write's, or a read's of data not yet durable), replaced by an error if it fails.
 	spans []replySpan
@@ -50,6 +46,27 @@ type conn struct {
 	midFlushed bool
 	// broken: nothing more may be sent; the connection closes.
 	broken bool
+
+	// The loop's state of the connection.
+	cmds               []resp.Command // parsed; cmds[next:] not run yet
+	next               int
+	readable, writable bool // the socket has bytes, room (as far as the loop knows)
+	queued, isDirty    bool // listed in the loop's ready / dirty lists
+	detached, waiting  bool // a goroutine runs its commands; its GETs are in the batch
+	syncing, syncOK    bool // a goroutine waits for its durability (loop.syncRound)
+	closed, closeAfter bool
+	eof                bool  // the client closed its side (a read returned 0)
+	hup                bool  // epoll said the client closed its side: read until EOF
+	failed             error // a read failed
+	getFrom, getLen    int   // the run of GETs in the batch: its first command, its length
+	getDone, getLarge  int   // GETs answered; the first that found a large value (-1: none)
+	getSeen            int   // GETs of the run the batch has handed back
+	getMark            int
+	getNotes           uint64
+	getStart           time.Time
+	killed             atomic.Bool
+	fdMu               sync.Mutex // guards fd against a kill from another goroutine after close
+	fdOpen             bool
 }
 
 // replySpan is one command's reply in the pending output.
@@ -59,89 +76,45 @@ type replySpan struct {
 	partial  bool // part of it was sent already (midFlushed)
 }
 
-func (s *Server) serveConn(nc net.Conn, cl *commands.Client) {
-	defer func() {
-		nc.Close()
-		s.ks.Unwatch(nil, &cl.Watches)
-		s.mu.Lock()
-		delete(s.clients, cl.ID)
-		s.mu.Unlock()
-		s.wg.Done()
-	}()
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	c := &conn{s: s, nc: nc, cl: cl, w: resp.NewWriter()}
-	c.rd = resp.NewReader(countingReader{nc, s}, *s.limits.Load())
-	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Flush: c.flushMid}
-	cmds := make([]resp.Command, 0, maxBatch)
-	for {
-		if t := s.cfg.Int("timeout"); t > 0 {
-			nc.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
-		}
-		batch := maxBatch
-		if !cl.Authed && s.authRequired.Load() {
-			c.rd.SetLimits(unauthLimits)
-			// One command at a time until AUTH succeeds, so that the command after an AUTH
-			// is parsed under the limits the AUTH lifted, even in the same pipeline: Redis
-			// parses each command after the one before it ran.
-			batch = 1
-		} else {
-			c.rd.SetLimits(*s.limits.Load())
-		}
-		var err error
-		cmds, err = c.rd.ReadCommands(cmds[:0], batch)
-		cl.QueryBuf.Store(int64(c.rd.Buffered()))
-		for i := 0; i < len(cmds); i++ {
-			if n := c.getRun(cmds[i:]); n > 1 {
-				c.dispatchGets(cmds[i : i+n])
-				i += n - 1
-			} else {
-				c.dispatch(cmds[i].Args)
-			}
-			if c.broken {
-				return
-			}
-			if c.cl.CloseAfterReply {
-				break
-			}
-			if c.w.Len() >= flushAt && !c.flush() {
-				return
-			}
-		}
-		if err != nil {
-			var pe *resp.ProtocolError
-			switch {
-			case errors.As(err, &pe):
-				s.stats.protoErrs.Add(1)
-				s.log.Debug("protocol error", "client", cl.Addr, "err", pe.Msg)
-				c.w.Error("ERR " + pe.Msg)
-			case errors.Is(err, resp.ErrQueryBufferLimit):
-				s.stats.qbufKills.Add(1)
-				s.log.Warn("client closed for exceeding the query buffer limit", "client", cl.Addr,
-					"limit", s.cfg.Get("client-query-buffer-limit"))
-			}
-			c.flush()
-			return
-		}
-		if !c.flush() || c.cl.CloseAfterReply {
-			return
-		}
-	}
+func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
+	c := &conn{s: s, lp: lp, fd: fd, cl: cl, w: resp.NewWriter(), fdOpen: true}
+	c.rd = resp.NewReader(nil, *s.limits.Load())
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession()}
+	cl.Close = c.kill
+	return c
 }
 
-// flush waits for the batch's durability and writes the pending replies. It reports whether
-// the connection is still usable.
-//
-// When the wait fails (the value log cannot write), the replies that depended on it become
-// errors that say what happened (durabilityError); a reply already partly sent cannot, and the
-// connection closes instead.
-func (c *conn) flush() bool {
+// kill closes the connection from another goroutine (CLIENT KILL, Close): the socket is shut
+// down at once, so that a detached command writing to it stops, and the loop closes it.
+func (c *conn) kill() {
+	c.killed.Store(true)
+	c.fdMu.Lock()
+	if c.fdOpen {
+		unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	}
+	c.fdMu.Unlock()
+	c.lp.post(loopMsg{kind: msgKill, c: c})
+}
+
+// closeFd closes the socket; a kill after it touches nothing.
+func (c *conn) closeFd() {
+	c.fdMu.Lock()
+	c.fdOpen = false
+	unix.Close(c.fd)
+	c.fdMu.Unlock()
+}
+
+// waitDurable waits for the durability the pending replies depend on. When the wait fails (the
+// value log cannot write), the replies that depended on it become errors that say what happened
+// (DurabilityError); if one of them was partly sent already it reports false: the connection
+// must close.
+func (c *conn) waitDurable() bool {
 	if c.ctx.Sess.Dirty() {
 		if err := c.ctx.Sess.Wait(); err != nil {
 			c.s.log.Error("replies depend on writes not durable; failing them", "client", c.cl.Addr, "err", err)
 			for _, sp := range c.spans {
 				if sp.partial {
+					c.spans = c.spans[:0]
 					return false
 				}
 			}
@@ -149,12 +122,126 @@ func (c *conn) flush() bool {
 		}
 	}
 	c.spans = c.spans[:0]
-	return c.write()
+	return true
 }
 
-// flushMid is commands.Ctx.Flush: a command making a long reply hands what is pending to the
-// client once it is durable. A failed wait stops the command; the replies before it are failed
-// by the final flush.
+// flushLoop is the loop's end of a connection's round: the durability wait, then as much of the
+// replies as the socket takes now. It reports false when the connection must close.
+func (c *conn) flushLoop() bool {
+	if !c.waitDurable() {
+		return false
+	}
+	if c.sent == c.w.Len() {
+		return true
+	}
+	n, err := fdWrite(c.fd, c.w.Bytes()[c.sent:])
+	c.s.stats.netOut.Add(uint64(n))
+	c.sent += n
+	if err != nil {
+		return false
+	}
+	if c.sent == c.w.Len() {
+		c.w.Reset()
+		c.sent = 0
+	} else {
+		c.writable = false // EPOLLOUT says when there is room
+	}
+	return true
+}
+
+// flushBlocking is flushLoop for a detached command's goroutine: it writes everything, waiting
+// for the client as long as it takes.
+func (c *conn) flushBlocking() bool {
+	if !c.waitDurable() {
+		return false
+	}
+	return c.writeAll()
+}
+
+// writeAll writes the pending output, waiting for room in the socket.
+func (c *conn) writeAll() bool {
+	if c.sent == c.w.Len() {
+		return true
+	}
+	n, err := fdWriteAll(c.fd, c.w.Bytes()[c.sent:])
+	c.s.stats.netOut.Add(uint64(n))
+	c.w.Reset()
+	c.sent = 0
+	return err == nil
+}
+
+// runDetached runs the connection's parsed commands from c.next on, on a goroutine of its own
+// (loop.detach): long replies stream to the client as they are made (Ctx.Flush), waiting for it
+// as long as it takes, and commands that wait for the disk hold up nobody else. It ends with
+// every reply written.
+func (c *conn) runDetached() {
+	c.ctx.Flush = c.flushMid
+	defer func() { c.ctx.Flush = nil }()
+	for c.next < len(c.cmds) && !c.broken && !c.cl.CloseAfterReply && !c.killed.Load() {
+		cmds := c.cmds[c.next:]
+		if n := c.getRun(cmds); n > 1 {
+			c.dispatchGets(cmds[:n])
+			c.next += n
+		} else {
+			c.next++
+			c.dispatch(cmds[0].Args)
+		}
+		if c.w.Len()-c.sent >= flushAt && !c.flushBlocking() {
+			c.broken = true
+		}
+	}
+	if c.broken || c.cl.CloseAfterReply || c.killed.Load() {
+		c.closeAfter = true
+		c.next = len(c.cmds)
+	}
+	if !c.broken && !c.flushBlocking() {
+		c.closeAfter = true
+	}
+}
+
+// heavyValue is the value length past which a command that returns the value runs detached.
+const heavyValue = flushAt
+
+// heavy reports whether the command of args should run detached (runDetached) rather than on
+// the loop: it may make a reply too long to buffer (a value longer than heavyValue, many keys),
+// or wait for the disk long (KEYS, SCAN, FLUSHALL, a RENAME or COPY that moves a large value).
+// A command the dispatcher will refuse or queue (MULTI) runs on the loop.
+func (c *conn) heavy(args [][]byte) bool {
+	cmd := commands.Lookup(args[0])
+	if cmd == nil || c.cl.Multi != nil && !cmd.RunsInMulti() || !c.cl.Authed && c.s.authRequired.Load() {
+		return false
+	}
+	switch cmd.Name {
+	case "get", "getdel", "getex", "getset", "getrange", "substr":
+		return len(args) > 1 && c.longValue(args[1])
+	case "set":
+		return len(args) > 3 && c.longValue(args[1])
+	case "mget":
+		if len(args) > 33 {
+			return true
+		}
+		var total int
+		for _, k := range args[1:] {
+			if m, ok := c.s.ks.Lookup(nil, c.ctx.DB(), k); ok {
+				total += m.Len
+			}
+		}
+		return total > heavyValue
+	case "keys", "scan", "randomkey", "flushdb", "flushall", "rename", "renamenx", "copy", "move":
+		return true
+	}
+	return false
+}
+
+// longValue reports whether key's value is longer than heavyValue.
+func (c *conn) longValue(key []byte) bool {
+	m, ok := c.s.ks.Lookup(nil, c.ctx.DB(), key)
+	return ok && m.Len > heavyValue
+}
+
+// flushMid is commands.Ctx.Flush for a detached command: a long reply goes to the client once
+// what it depends on is durable. A failed wait stops the command; the replies before it are
+// failed by the final flush.
 func (c *conn) flushMid() error {
 	if c.ctx.Sess.Dirty() {
 		if err := c.ctx.Sess.Wait(); err != nil {
@@ -164,7 +251,7 @@ func (c *conn) flushMid() error {
 	}
 	c.spans = c.spans[:0]
 	c.midFlushed = true
-	if !c.write() {
+	if !c.writeAll() {
 		c.broken = true
 		return errClientGone
 	}
@@ -172,17 +259,6 @@ func (c *conn) flushMid() error {
 }
 
 var errClientGone = errors.New("server: the client is gone")
-
-// write writes the pending output.
-func (c *conn) write() bool {
-	if c.w.Len() == 0 {
-		return true
-	}
-	n, err := c.nc.Write(c.w.Bytes())
-	c.s.stats.netOut.Add(uint64(n))
-	c.w.Reset()
-	return err == nil
-}
 
 // replaceSpans rewrites the pending output with the durability error in place of every reply
 // that depended on the failed wait.

@@ -8,10 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
@@ -46,8 +50,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	clients map[int64]*commands.Client
+	conns   map[int64]*conn
 	nextID  atomic.Int64
 	wg      sync.WaitGroup
+	loops   []*loop
 
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
@@ -66,7 +72,7 @@ func New(o Options) *Server {
 	s := &Server{
 		cfg: o.Config, ks: o.Keyspace, log: o.Logger, started: time.Now(),
 		runID: hex.EncodeToString(id), configFile: o.ConfigFile,
-		clients: map[int64]*commands.Client{}, shutdown: make(chan struct{}),
+		clients: map[int64]*commands.Client{}, conns: map[int64]*conn{}, shutdown: make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -125,9 +131,13 @@ func (s *Server) Listen() error {
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Serve accepts connections until Close.
+// Serve accepts connections until Close and hands each to an event loop (loop_linux.go).
 func (s *Server) Serve() error {
+	if err := s.startLoops(); err != nil {
+		return err
+	}
 	go s.opsSampler()
+	next := 0
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -158,12 +168,82 @@ func (s *Server) Serve() error {
 			nc.Close()
 			continue
 		}
+		fd, err := takeFd(nc)
+		if err != nil {
+			s.mu.Unlock()
+			s.log.Error("cannot take the connection's socket", "err", err)
+			nc.Close()
+			continue
+		}
+		lp := s.loops[next%len(s.loops)]
+		next++
 		cl := s.newClient(nc)
+		c := s.newConn(fd, cl, lp)
 		s.clients[cl.ID] = cl
+		s.conns[cl.ID] = c
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serveConn(nc, cl)
+		nc.Close() // the loop has its own descriptor of the socket
+		lp.post(loopMsg{kind: msgAdd, c: c})
 	}
+}
+
+// startLoops starts the event loops, one per P. The runtime gets one P more, for everything else
+// (the value log's syncs, the collector, the io_uring reaper): a loop waits in epoll_wait in a
+// system call, and a P left to the others lets it come back to its own at once, instead of
+// handing it round threads at every wait.
+func (s *Server) startLoops() error {
+	n := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(n + 1)
+	for i := 0; i < n; i++ {
+		lp, err := newLoop(s, i)
+		if err != nil {
+			return fmt.Errorf("server: event loop: %w", err)
+		}
+		s.loops = append(s.loops, lp)
+		go lp.run()
+	}
+	return nil
+}
+
+// takeFd returns a descriptor of nc's socket that the server owns (a duplicate: closing nc
+// leaves it open), non-blocking, with Nagle off.
+func takeFd(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("not a socket")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.Dup(int(f)) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if _, ok := nc.(*net.TCPConn); ok {
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+	return fd, nil
+}
+
+// forget drops a closed connection from the server.
+func (s *Server) forget(c *conn) {
+	s.ks.Unwatch(nil, &c.cl.Watches)
+	s.mu.Lock()
+	delete(s.clients, c.cl.ID)
+	delete(s.conns, c.cl.ID)
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 func (s *Server) newClient(nc net.Conn) *commands.Client {
@@ -172,7 +252,6 @@ func (s *Server) newClient(nc net.Conn) *commands.Client {
 		Addr:    nc.RemoteAddr().String(),
 		LAddr:   nc.LocalAddr().String(),
 		Created: time.Now(),
-		Close:   func() { nc.Close() },
 		// As in Redis, a client that connects while no password is required is
 		// authenticated: a password set later with CONFIG SET does not lock out the
 		// connections already open, the one that set it included.
@@ -220,6 +299,10 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	for _, lp := range s.loops {
+		lp.stop()
+		<-lp.done
+	}
 }
 
 // Config implements commands.Server.

@@ -25,7 +25,8 @@ type ReadReq struct {
 	Done int
 	Err  error
 
-	fd int // set by engines that need the descriptor
+	fd        int  // set by engines that need the descriptor
+	completed bool // a Ring completed it
 }
 
 // Engine reads value-log records. Read submits a batch and returns when every request of it has
@@ -42,6 +43,19 @@ type Engine interface {
 	Name() string
 	Stats() EngineStats
 	Close() error
+}
+
+// AsyncEngine is an engine whose owner drives it (an event loop's Ring): it starts reads, passes
+// them to the kernel when it chooses, and polls for their completion, waiting for none.
+type AsyncEngine interface {
+	Engine
+	// Room is how many more reads StartOne can take now.
+	Room() int
+	// StartOne queues a read; Submit passes the queued ones to the kernel.
+	StartOne(q *ReadReq)
+	Submit()
+	// Poll completes what finished; ReadReq.Completed then says which.
+	Poll() int
 }
 
 // EngineStats are an engine's cumulative counters.

@@ -40,7 +40,17 @@ func (l *Log) PrepareReadNoFill(r *Read, loc Loc, n int) error {
 	return l.prepareRead(r, loc, n, false)
 }
 
+// PrepareReadOn is PrepareRead for a read that engine e will do (its buffers come from e): an
+// event loop's Ring.
+func (l *Log) PrepareReadOn(r *Read, loc Loc, n int, e Engine) error {
+	return l.prepareReadOn(r, loc, n, true, e)
+}
+
 func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
+	return l.prepareReadOn(r, loc, n, fill, l.opts.Engine)
+}
+
+func (l *Log) prepareReadOn(r *Read, loc Loc, n int, fill bool, eng Engine) error {
 	*r = Read{n: n}
 	l.mu.Lock()
 	if o := l.openOf(loc.Seg); o != nil && int64(loc.Off) >= o.tailOff {
@@ -81,7 +91,7 @@ func (l *Log) prepareRead(r *Read, loc Loc, n int, fill bool) error {
 	if seg.direct {
 		start := off &^ (seg.align - 1)
 		end := (off + int64(n) + seg.align - 1) &^ (seg.align - 1)
-		r.engine = l.opts.Engine
+		r.engine = eng
 		r.buf, r.fixed = r.engine.Buffer(int(end - start))
 		r.aligned = true
 		r.skip = int(off - start)
@@ -118,21 +128,35 @@ func Submit(e Engine, reads []*Read) {
 		e.Read(reqs)
 	}
 	for _, r := range reads {
-		if r.seg == nil || r.Data != nil || r.Err != nil {
-			continue
-		}
-		r.seg.release()
-		r.seg = nil
-		switch {
-		case r.req.Err != nil && r.req.Done < r.skip+r.n:
-			r.Err = fmt.Errorf("vlog: read: %w", r.req.Err)
-		case r.req.Done < r.skip+r.n:
-			r.Err = fmt.Errorf("%w: short read (%d of %d bytes)", ErrCorrupt, r.req.Done, r.skip+r.n)
-		default:
-			r.Data = r.buf[r.skip : r.skip+r.n]
-			if r.cache != nil {
-				r.cache.putVerified(r.ckey, r.Data)
-			}
+		r.Finish()
+	}
+}
+
+// NeedsIO reports whether the prepared read must go to the disk (its request, Req, submitted to
+// an engine): it was not served from memory or the cache, and did not fail already.
+func (r *Read) NeedsIO() bool { return r.Data == nil && r.Err == nil && r.seg != nil }
+
+// Req is the engine request of a read that NeedsIO, for a caller that submits it itself (an
+// event loop's Ring) and then calls Finish.
+func (r *Read) Req() *ReadReq { return &r.req }
+
+// Finish completes a read whose request the engine completed: Data or Err is set. It does
+// nothing to a read served from memory.
+func (r *Read) Finish() {
+	if r.seg == nil || r.Data != nil || r.Err != nil {
+		return
+	}
+	r.seg.release()
+	r.seg = nil
+	switch {
+	case r.req.Err != nil && r.req.Done < r.skip+r.n:
+		r.Err = fmt.Errorf("vlog: read: %w", r.req.Err)
+	case r.req.Done < r.skip+r.n:
+		r.Err = fmt.Errorf("%w: short read (%d of %d bytes)", ErrCorrupt, r.req.Done, r.skip+r.n)
+	default:
+		r.Data = r.buf[r.skip : r.skip+r.n]
+		if r.cache != nil {
+			r.cache.putVerified(r.ckey, r.Data)
 		}
 	}
 }

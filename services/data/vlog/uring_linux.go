@@ -115,7 +115,8 @@ type uringSlot struct {
 	batch *uringBatch
 }
 
-type uringEngine struct {
+// uringRings is an io_uring instance: its descriptor and the rings it shares with the kernel.
+type uringRings struct {
 	fd      int
 	ringMem []byte
 	cqMem   []byte
@@ -126,6 +127,51 @@ type uringEngine struct {
 	sqes                            []sqe
 	cqes                            []cqe
 	entries                         uint32
+}
+
+// setup creates the instance with room for depth entries (rounded up to a power of two) and maps
+// its rings.
+func (u *uringRings) setup(depth int) error {
+	entries := uint32(1)
+	for entries < uint32(depth) {
+		entries <<= 1
+	}
+	var p uringParams
+	fd, _, errno := unix.Syscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return fmt.Errorf("vlog: io_uring_setup: %w", errno)
+	}
+	u.fd, u.entries = int(fd), p.sqEntries
+	if err := u.mapRings(&p); err != nil {
+		u.unmap()
+		unix.Close(u.fd)
+		return err
+	}
+	return nil
+}
+
+// registerEventfd makes the instance signal a new eventfd on completions and returns it.
+func (u *uringRings) registerEventfd() (int, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("vlog: eventfd: %w", err)
+	}
+	ev := int32(efd)
+	if _, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(u.fd), ioringRegisterEventfd, uintptr(unsafe.Pointer(&ev)), 1, 0, 0); errno != 0 {
+		unix.Close(efd)
+		return -1, fmt.Errorf("vlog: io_uring register eventfd: %w", errno)
+	}
+	return efd, nil
+}
+
+// close unmaps the rings and closes the instance.
+func (u *uringRings) close() {
+	unix.Close(u.fd)
+	u.unmap()
+}
+
+type uringEngine struct {
+	uringRings
 
 	efd    *os.File
 	closed atomic.Bool
@@ -153,37 +199,18 @@ type uringEngine struct {
 }
 
 func newUringEngine(depth int) (Engine, error) {
-	entries := uint32(1)
-	for entries < uint32(depth) {
-		entries <<= 1
-	}
-	var p uringParams
-	fd, _, errno := unix.Syscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
-	if errno != 0 {
-		return nil, fmt.Errorf("vlog: io_uring_setup: %w", errno)
-	}
-	e := &uringEngine{fd: int(fd), entries: p.sqEntries}
-	if err := e.mapRings(&p); err != nil {
-		e.unmap()
-		unix.Close(e.fd)
+	e := &uringEngine{}
+	if err := e.setup(depth); err != nil {
 		return nil, err
 	}
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	efd, err := e.registerEventfd()
 	if err != nil {
-		e.unmap()
-		unix.Close(e.fd)
-		return nil, fmt.Errorf("vlog: eventfd: %w", err)
-	}
-	ev := int32(efd)
-	if _, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(e.fd), ioringRegisterEventfd, uintptr(unsafe.Pointer(&ev)), 1, 0, 0); errno != 0 {
-		unix.Close(efd)
-		e.unmap()
-		unix.Close(e.fd)
-		return nil, fmt.Errorf("vlog: io_uring register eventfd: %w", errno)
+		e.close()
+		return nil, err
 	}
 	// A non-blocking fd handed to os.NewFile is registered with the runtime's poller.
 	e.efd = os.NewFile(uintptr(efd), "io_uring-eventfd")
-	e.registerBuffers()
+	e.fixed, e.fixedFree = e.registerBuffers()
 	e.sem = make(chan struct{}, e.entries)
 	e.slots = make([]uringSlot, e.entries)
 	e.free = make([]uint32, e.entries)
@@ -195,7 +222,7 @@ func newUringEngine(depth int) (Engine, error) {
 	return e, nil
 }
 
-func (e *uringEngine) mapRings(p *uringParams) error {
+func (e *uringRings) mapRings(p *uringParams) error {
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
 	cqSize := int(p.cqOff.cqes + p.cqEntries*cqeSize)
 	if p.features&ioringFeatSingleMmap != 0 {
@@ -229,7 +256,7 @@ func (e *uringEngine) mapRings(p *uringParams) error {
 	return nil
 }
 
-func (e *uringEngine) unmap() {
+func (e *uringRings) unmap() {
 	if e.sqeMem != nil {
 		unix.Munmap(e.sqeMem)
 	}
@@ -241,29 +268,30 @@ func (e *uringEngine) unmap() {
 	}
 }
 
-// registerBuffers maps and registers the fixed buffers. Failure (e.g. a low RLIMIT_MEMLOCK on
-// old kernels) is not fatal: reads then use ordinary buffers.
-func (e *uringEngine) registerBuffers() {
+// registerBuffers maps and registers fixedSlots fixed buffers and returns them with a free list.
+// Failure (e.g. a low RLIMIT_MEMLOCK on old kernels) is not fatal: reads then use ordinary
+// buffers (nil results).
+func (u *uringRings) registerBuffers() ([]byte, chan int) {
 	mem, err := unix.Mmap(-1, 0, fixedSlots*fixedSlotSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
-		return
+		return nil, nil
 	}
 	iov := make([]unix.Iovec, fixedSlots)
 	for i := range iov {
 		iov[i].Base = &mem[i*fixedSlotSize]
 		iov[i].SetLen(fixedSlotSize)
 	}
-	_, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(e.fd), ioringRegisterBuffers, uintptr(unsafe.Pointer(&iov[0])), fixedSlots, 0, 0)
+	_, _, errno := unix.Syscall6(sysIOUringRegister, uintptr(u.fd), ioringRegisterBuffers, uintptr(unsafe.Pointer(&iov[0])), fixedSlots, 0, 0)
 	runtime.KeepAlive(iov)
 	if errno != 0 {
 		unix.Munmap(mem)
-		return
+		return nil, nil
 	}
-	e.fixed = mem
-	e.fixedFree = make(chan int, fixedSlots)
+	free := make(chan int, fixedSlots)
 	for i := 0; i < fixedSlots; i++ {
-		e.fixedFree <- i
+		free <- i
 	}
+	return mem, free
 }
 
 func (e *uringEngine) Name() string { return "io_uring" }
@@ -510,8 +538,7 @@ func (e *uringEngine) Close() error {
 	}
 	e.efd.Close()
 	e.wg.Wait()
-	unix.Close(e.fd)
-	e.unmap()
+	e.close()
 	if e.fixed != nil {
 		unix.Munmap(e.fixed)
 	}
