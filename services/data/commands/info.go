@@ -247,6 +247,20 @@ func infoPersistence(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_reclaim_bytes_freed", ks.Reclaim.BytesFreed)
 	kv(b, "lavik_reclaim_records_kept", ks.Reclaim.RecordsKept)
 	kv(b, "lavik_reclaim_pending_bytes", ks.Reclaim.PendingBytes)
+	// What collecting costs: CPU, and I/O (segments read plus records written again), per MB
+	// freed; the pace it keeps (bytes/s of I/O, -1 unbounded) and the client append rate it follows.
+	rc := ks.Reclaim
+	kv(b, "lavik_reclaim_cpu_us", rc.CPU.Microseconds())
+	perMB := func(v float64) string {
+		if rc.BytesFreed == 0 {
+			return "0"
+		}
+		return strconv.FormatFloat(v/(float64(rc.BytesFreed)/(1<<20)), 'f', 2, 64)
+	}
+	kv(b, "lavik_reclaim_cpu_us_per_mb_freed", perMB(float64(rc.CPU.Microseconds())))
+	kv(b, "lavik_reclaim_io_mb_per_mb_freed", perMB(float64(rc.BytesScanned+rc.BytesMoved)/(1<<20)))
+	kv(b, "lavik_reclaim_pace", rc.Paced)
+	kv(b, "lavik_reclaim_client_append_rate", rc.AppendRate)
 	kv(b, "lavik_log_appends", ks.Log.Appends)
 	kv(b, "lavik_log_writes", ks.Log.Writes)
 	kv(b, "lavik_log_syncs", ks.Log.Syncs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,8 +115,10 @@ const (
 	reclaimDeadRatio   = 0.5         // gain/size at which a segment is collected anyway
 	reclaimPressure    = 1.5         // disk/live ratio of a shard above which...
 	reclaimPressureMin = 0.2         // ...a segment with this gain/size is collected too
-	reclaimBatch       = 256 << 10   // bytes of records handled under one hold of the shard lock
-	reclaimBurst       = 100 * time.Millisecond
+	// reclaimBatch bounds the bytes of records handled under one hold of the shard lock: a
+	// reader of the shard waits at most that long for the collector.
+	reclaimBatch = 64 << 10
+	reclaimBurst = 100 * time.Millisecond
 )
 
 var (
@@ -150,6 +153,24 @@ type reclaimer struct {
 	fresh []uint32
 
 	segments, scanned, moved, freed, kept atomic.Uint64
+	// cpu is the CPU time the collector's thread used collecting (ns).
+	cpu atomic.Int64
+	// pace is the state of budget, guarded by mu.
+	pace pacer
+	// paced is the last budget computed and appendRate the pacer's rate, for INFO, which must
+	// not wait for mu (a collection holds it throughout).
+	paced, appendRate atomic.Int64
+}
+
+// pacer follows what reclamation's pace depends on: how fast the logs take bytes other than the
+// collector's (the garbage of tomorrow, under overwrites), and what collecting costs per byte
+// freed. Both are moving averages over the collector's samples.
+type pacer struct {
+	at       time.Time
+	appended uint64  // bytes the logs had written at the last sample
+	moved    uint64  // of which the collector's own
+	rate     float64 // bytes per second appended by clients
+	cost     float64 // bytes read and written per byte freed
 }
 
 // ReclaimStats describe reclamation for INFO.
@@ -163,6 +184,9 @@ type ReclaimStats struct {
 	BytesMoved   uint64 // bytes of records it wrote again (live puts and kept tombstones)
 	BytesFreed   uint64 // bytes of the segments it dropped
 	RecordsKept  uint64 // tombstones, expire and flush records written again
+	CPU          time.Duration
+	Paced        int64 // the pace it keeps now, bytes per second of I/O (-1: unbounded)
+	AppendRate   int64 // bytes per second the logs take from clients (moving average)
 }
 
 // startReclaim computes every segment's live bytes from the index and starts the collector.
@@ -257,6 +281,9 @@ func (s *shard) replayFlushLocked(db uint8, all bool, version, prev uint64) {
 }
 
 func (ks *Keyspace) reclaimLoop() {
+	// The collector keeps its thread, so that the thread's CPU clock measures what collecting
+	// costs (INFO's lavik_reclaim_cpu_us).
+	runtime.LockOSThread()
 	ks.every(reclaimInterval, ks.rc.wake, func() bool {
 		// The dead chunks of removed large values are counted even while the collector is off,
 		// so that the figures INFO shows stay exact and the queue stays short.
@@ -274,7 +301,9 @@ func (ks *Keyspace) reclaimLoop() {
 				if !ok {
 					continue
 				}
+				t0 := threadCPU()
 				err := ks.reclaimSegment(s, id, true, false)
+				ks.rc.cpu.Add(int64(threadCPU() - t0))
 				switch {
 				case errors.Is(err, errReclaimStopped):
 					return false
@@ -360,12 +389,16 @@ func (ks *Keyspace) pickVictim(s *shard) (uint32, bool) {
 	return best, bestRatio > 0
 }
 
-// budget returns the bytes per second the collector may spend now: the configured rate while
-// the keyspace's segments take at most 1.5 times its live bytes, rising without bound as they
-// approach twice (0.5/(2-r) times the rate at a ratio r), and unlimited (-1) past that. The
-// space bound is what reclamation promises, the rate a courtesy to reads: under writes faster
-// than the rate allows (sustained overwrites at disk speed) a fixed rate would fall behind for
-// as long as the load lasts.
+// budget returns the bytes per second of I/O the collector may spend now. The pace follows the
+// garbage clients make: under overwrites every byte appended makes an older one dead, so the
+// collector keeps up by freeing as fast as clients append, at the I/O each freed byte has cost
+// (the segment read, the live records written again). With little garbage on disk (at most 1.25
+// times the live bytes) it goes at half that, and with none being made it still frees what is
+// left, at reclaimFloor. Reads never have to share the disk with a collector working ahead of
+// the garbage. The configured rate caps the pace while the keyspace's segments take at most 1.5
+// times its live bytes; past that the cap rises without bound as they approach twice (0.5/(2-r)
+// times at a ratio r), and at twice the pace is unbounded (-1): the space bound is what
+// reclamation promises, the pace a courtesy to reads.
 func (ks *Keyspace) budget(rate int64) int64 {
 	var disk, live int64
 	for _, s := range ks.shards {
@@ -373,13 +406,68 @@ func (ks *Keyspace) budget(rate int64) int64 {
 		disk += st.LiveBytes + st.DeadBytes
 		live += st.LiveBytes
 	}
-	switch r := float64(disk) / float64(max(live, 1)); {
-	case r <= reclaimPressure:
-		return rate
-	case r < 2:
-		return int64(float64(rate) * (2 - reclaimPressure) / (2 - r))
+	r := float64(disk) / float64(max(live, 1))
+	if r >= 2 {
+		ks.rc.paced.Store(-1)
+		return -1
 	}
-	return -1
+	p := ks.samplePace()
+	out := paceFor(p.rate, p.cost, r, rate)
+	ks.rc.paced.Store(out)
+	return out
+}
+
+// paceFor is budget's rule: the pace for clients appending rate bytes/s, collections costing
+// cost bytes of I/O per byte freed, segments taking r times the live bytes, and the configured
+// cap.
+func paceFor(rate, cost, r float64, cap int64) int64 {
+	if r >= 2 {
+		return -1
+	}
+	pace := rate * cost
+	if r <= 1.25 {
+		pace /= 2
+	}
+	pace = max(pace, reclaimFloor)
+	limit := float64(cap)
+	if r > reclaimPressure {
+		limit *= (2 - reclaimPressure) / (2 - r)
+		pace = max(pace, limit) // behind: all the cap allows
+	}
+	return int64(min(pace, limit))
+}
+
+// reclaimFloor is the pace of a collector with no new garbage to keep up with: what is left
+// goes, slowly.
+const reclaimFloor = 4 << 20
+
+// samplePace updates the moving averages of the pacer, at most every 100 ms. ks.rc.mu is held.
+func (ks *Keyspace) samplePace() pacer {
+	p := &ks.rc.pace
+	now := time.Now()
+	var appended uint64
+	for _, s := range ks.shards {
+		appended += s.log.Stats().BytesWritten
+	}
+	moved := ks.rc.moved.Load()
+	if p.at.IsZero() {
+		p.at, p.appended, p.moved, p.cost = now, appended, moved, 3
+		return *p
+	}
+	dt := now.Sub(p.at).Seconds()
+	if dt < 0.1 {
+		return *p
+	}
+	clients := float64(appended-p.appended) - float64(moved-p.moved)
+	// A second's worth of samples weighs as much as the past.
+	w := min(dt, 1)
+	p.rate = (1-w)*p.rate + w*max(clients, 0)/dt
+	if freed := ks.rc.freed.Load(); freed > 0 {
+		p.cost = float64(ks.rc.scanned.Load()+moved) / float64(freed)
+	}
+	p.at, p.appended, p.moved = now, appended, moved
+	ks.rc.appendRate.Store(int64(p.rate))
+	return *p
 }
 
 // blockedLocked reports whether records of segment id that hide older versions of keys must be
@@ -753,7 +841,10 @@ func (ks *Keyspace) reclaimStats() ReclaimStats {
 		BytesMoved:   ks.rc.moved.Load(),
 		BytesFreed:   ks.rc.freed.Load(),
 		RecordsKept:  ks.rc.kept.Load(),
+		CPU:          time.Duration(ks.rc.cpu.Load()),
+		Paced:        ks.rc.paced.Load(),
 	}
+	st.AppendRate = ks.rc.appendRate.Load()
 	for _, s := range ks.shards {
 		sp := s.log.SpaceStats()
 		st.LiveBytes += sp.LiveBytes

@@ -873,3 +873,30 @@ func TestReclaimConcurrentFlushes(t *testing.T) {
 	reclaimUntilIdle(t, ks)
 	check(ks)
 }
+
+// TestPaceFor: the collector keeps up with the garbage clients make, at what a byte freed
+// costs; goes at half that with little garbage on disk, at the floor with none being made;
+// the configured rate caps it until the space bound nears, and past twice the live bytes
+// nothing does.
+func TestPaceFor(t *testing.T) {
+	const mb = 1 << 20
+	capRate := int64(64 * mb)
+	for _, c := range []struct {
+		name       string
+		rate, cost float64
+		r          float64
+		want       int64
+	}{
+		{"keeps up with overwrites", 10 * mb, 3, 1.4, 30 * mb},
+		{"little garbage: half", 10 * mb, 3, 1.2, 15 * mb},
+		{"no new garbage: the floor", 0, 3, 1.4, reclaimFloor},
+		{"capped", 100 * mb, 3, 1.4, capRate},
+		{"pressure lifts the cap", 100 * mb, 3, 1.75, int64(float64(capRate) * 0.5 / 0.25)},
+		{"behind: all the raised cap allows", 0, 3, 1.875, 4 * capRate},
+		{"at twice: unbounded", 0, 3, 2, -1},
+	} {
+		if got := paceFor(c.rate, c.cost, c.r, capRate); got != c.want {
+			t.Errorf("%s: paceFor(%v, %v, %v) = %d, want %d", c.name, c.rate, c.cost, c.r, got, c.want)
+		}
+	}
+}
