@@ -58,6 +58,12 @@ type AsyncEngine interface {
 	Poll() int
 }
 
+// Completed reports whether q, started on an AsyncEngine, has completed (after a Poll).
+func (q *ReadReq) Completed() bool { return q.completed }
+
+// MarkCompleted marks a request an AsyncEngine completed (ReadReq.Completed then says so).
+func (q *ReadReq) MarkCompleted() { q.completed = true }
+
 // EngineStats are an engine's cumulative counters.
 type EngineStats struct {
 	Reads   uint64 // requests completed

@@ -173,9 +173,6 @@ func (r *Ring) release(slot uint32) {
 	r.inflight--
 }
 
-// Completed reports whether q, started on the ring, has completed (after a Poll).
-func (q *ReadReq) Completed() bool { return q.completed }
-
 // Wait blocks until at least one read in flight completes (io_uring_enter with GETEVENTS), for a
 // caller with nothing else to do.
 func (r *Ring) Wait() {
