@@ -63,15 +63,21 @@ test-redis: ## run the end-to-end suite against redis-server (the reference beha
 soak: build ## long randomized model test across restarts
 	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
 
+# The comparison in one run: the disk's random-read ceiling first (a 2 GiB file under
+# BENCH_WORKDIR), then both servers loaded with 1M keys x 1 KiB and every key overwritten twice
+# (lavik-data's collector busy), GET/SET at pipeline 1 and 16 unpinned and pinned (servers on
+# CPU 0, the generator on CPU 1), zipf GET with lavik-data's value cache at 10% of the data.
 .PHONY: bench
-bench: build ## Lavik vs redis-server side by side: 1M keys x 1 KiB, GET/SET, 50/200 conns, pipeline 1/16 (~5 min)
+bench: build ## Lavik vs redis-server: 1M keys x 1 KiB; GET/SET unpinned and pinned, zipf GET, CPU per op, disk ceiling (~6 min)
 	$(BIN)/lavik-bench compare --lavik-bin $(BIN)/lavik-data --redis-bin redis-server \
-		--keys 1000000 --value-size 1024 --workloads get,set --conns 50,200 --pipelines 1,16 \
-		--rounds 2 --warmup 2s --duration 6s --json $(BIN)/bench.json
+		--keys 1000000 --value-size 1024 --workloads get,set --conns 50 --pipelines 1,16 \
+		--pin server=0,client=1 --overwrites 2 --zipf-pipelines 1,16 --zipf-cache 10% --disk-ceiling 2GiB \
+		--rounds 2 --warmup 2s --duration 6s $(if $(BENCH_WORKDIR),--workdir $(BENCH_WORKDIR)) --json $(BIN)/bench.json
 
 # The larger-than-memory run: lavik-data in a 2 GiB memory cgroup (needs root), GET at 1M keys,
 # then at 20M keys x 1 KiB (about 22 GB on disk in a temporary directory under BENCH_WORKDIR,
-# default the system temp dir; it must be on the disk under test, not a tmpfs).
+# default the system temp dir; it must be on the disk under test, not a tmpfs). bench puts its
+# data directories and its ceiling file there too.
 BENCH_WORKDIR ?=
 BENCH_CAPACITY = $(BIN)/lavik-bench capacity --lavik-bin $(BIN)/lavik-data --memory-limit 2GiB \
 		--base-keys 1000000 --keys 20000000 --value-size 1024 --conns 50 --pipelines 1,16 --rounds 2 \

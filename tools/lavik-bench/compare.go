@@ -7,8 +7,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +23,15 @@ import (
 // state, page cache, the SET cells growing Lavik's log) falls on both. Each reported figure is
 // the median over rounds (with two rounds, the mean of the two); the spread column is
 // (max - min) / median of the throughput over rounds, a direct reading of the noise.
+//
+// The cells come in groups (cellMode), each run in its own rounds: the matrix; the matrix again
+// pinned, servers and generator on separate cores (pin.go); GET with zipf keys and Lavik's value
+// cache. A group that needs lavik-data started differently (through taskset, with the cache)
+// begins with a restart of it on its data, which is also the restart the report measures;
+// redis-server keeps running throughout (it is pinned while it runs), so its data is loaded
+// once. Rejected: a second lavik-data for the other groups (a second 1M-key load, and two
+// servers' background work on a 2-core machine), and alternating groups within a round (a
+// restart per group per round).
 
 const (
 	sysRedis = 0
@@ -37,96 +50,40 @@ type benchSystem struct {
 	loads      []LoadResult
 }
 
+// cellMode is how the servers and the generator run in a cell.
+type cellMode int
+
+const (
+	modeUnpinned cellMode = iota // every process may use every CPU; the matrix's own key distribution
+	modePinned                   // servers on --pin's server CPUs, the generator on its client CPUs
+	modeZipf                     // GET with zipf keys, lavik-data with its value cache
+)
+
+func (m cellMode) String() string {
+	switch m {
+	case modePinned:
+		return "pinned"
+	case modeZipf:
+		return "zipf"
+	}
+	return ""
+}
+
 // cell is one point of the matrix.
 type cell struct {
 	wl       Workload
 	conns    int
 	pipeline int
+	mode     cellMode
+	dist     DistSpec
 }
 
-// SystemCell is one system's figures in one cell.
-type SystemCell struct {
-	QPS         float64     `json:"ops_per_sec"`
-	P99Ms       float64     `json:"p99_ms"`
-	QPSSpread   float64     `json:"ops_per_sec_spread_pct"`
-	Errors      ErrorCounts `json:"errors"`
-	Unsupported string      `json:"unsupported,omitempty"`
-	Rounds      []RunResult `json:"rounds"`
-}
-
-// CellSummary is one row of the comparison table.
-type CellSummary struct {
-	Workload string     `json:"workload"`
-	Conns    int        `json:"conns"`
-	Pipeline int        `json:"pipeline"`
-	Redis    SystemCell `json:"redis"`
-	Lavik    SystemCell `json:"lavik"`
-	QPSRatio float64    `json:"ops_per_sec_ratio_lavik_redis,omitempty"`
-	P99Ratio float64    `json:"p99_ratio_lavik_redis,omitempty"`
-}
-
-// MemoryReport is a server's resident memory (VmRSS) at the points the harness reads it.
-type MemoryReport struct {
-	System       string  `json:"system"`
-	Keys         int     `json:"keys"`
-	EmptyRSS     int64   `json:"empty_rss_bytes"`
-	LoadedRSS    int64   `json:"loaded_rss_bytes"`
-	EndRSS       int64   `json:"end_rss_bytes"`
-	PerKeyRaw    float64 `json:"loaded_bytes_per_key_raw"`
-	PerKeyNet    float64 `json:"loaded_bytes_per_key_net"`
-	RestartedRSS int64   `json:"restarted_rss_bytes,omitempty"`
-}
-
-// RestartReport is Lavik's restart on its loaded data.
-type RestartReport struct {
-	ShutdownS     float64 `json:"sigterm_to_exit_s"`
-	ExitStatus    int     `json:"exit_status"`
-	StartToReadyS float64 `json:"start_to_ready_s"`
-	Keys          int64   `json:"dbsize"`
-	Verified      int     `json:"values_verified"`
-	Error         string  `json:"error,omitempty"`
-}
-
-// roundSettings are the settings of a report measured in rounds, as its JSON document gives them.
-type roundSettings struct {
-	Keys         int     `json:"keys"`
-	Value        string  `json:"value"`
-	Dist         string  `json:"dist"`
-	Rounds       int     `json:"rounds"`
-	WarmupS      float64 `json:"warmup_s"`
-	WindowS      float64 `json:"window_s"`
-	VerifySample float64 `json:"verify_sample"`
-	Aggregate    string  `json:"aggregate"`
-}
-
-func newRoundSettings(c commonConfig, rounds int) roundSettings {
-	return roundSettings{Keys: c.Keys, Value: c.Value.String(), Dist: c.Dist.String(), Rounds: rounds,
-		WarmupS: c.Warmup.Seconds(), WindowS: c.Duration.Seconds(), VerifySample: c.VerifySample,
-		Aggregate: "median over rounds"}
-}
-
-// reportOutcome is how a report ends: its result word, the error counts and the problems.
-type reportOutcome struct {
-	Result   string      `json:"result"`
-	Errors   ErrorCounts `json:"errors"`
-	Problems []string    `json:"problems,omitempty"`
-}
-
-func newReportOutcome(code int, v verdict) reportOutcome {
-	return reportOutcome{Result: resultWord(code), Errors: v.errors, Problems: v.problems}
-}
-
-// compareReport is the JSON document of `compare`.
-type compareReport struct {
-	Command string `json:"command"`
-	Redis   string `json:"redis_cmd"`
-	Lavik   string `json:"lavik_cmd"`
-	roundSettings
-	Loads   []LoadResult   `json:"loads"`
-	Cells   []CellSummary  `json:"cells"`
-	Memory  []MemoryReport `json:"memory"`
-	Restart *RestartReport `json:"restart,omitempty"`
-	reportOutcome
+// label names the cell in the table: the workload, and the mode unless unpinned.
+func (c cell) label() string {
+	if c.mode == modeUnpinned {
+		return c.wl.Name
+	}
+	return c.wl.Name + " " + c.mode.String()
 }
 
 // compareCommand is `lavik-bench compare`.
@@ -136,16 +93,17 @@ func compareCommand(ctx context.Context, cfg compareConfig, stdout, stderr io.Wr
 	if err != nil {
 		return exitUsage, usageError(err)
 	}
-	systems := [2]*benchSystem{
+	c := &comparison{ctx: ctx, cfg: cfg, stderr: stderr, choosers: map[string]keyChooser{}}
+	c.systems = [2]*benchSystem{
 		{name: "redis", hashUpdate: updateMulti},
 		{name: "lavik", hashUpdate: updateHReplace},
 	}
 	for i, argv := range [2][]string{cfg.RedisArgv, cfg.LavikArgv} {
-		s := systems[i]
+		s := c.systems[i]
 		s.srv = newServerProc(s.name, argv, filepath.Join(root, s.name), logPath(root, s.name))
 	}
 	defer func() {
-		for _, s := range systems {
+		for _, s := range c.systems {
 			if s.srv.running() {
 				if _, _, serr := s.srv.stop(30 * time.Second); serr != nil {
 					fmt.Fprintf(stderr, "lavik-bench: %v\n", serr)
@@ -159,13 +117,24 @@ func compareCommand(ctx context.Context, cfg compareConfig, stdout, stderr io.Wr
 		}
 	}()
 
-	cells := buildCells(cfg)
+	pinned, err := c.pinningPossible()
+	if err != nil {
+		return exitUsage, usageError(err)
+	}
+	c.cells = compareCells(cfg, pinned)
+	c.runs = make([][2][]RunResult, len(c.cells))
 	perRun := cfg.Warmup + cfg.Duration
 	fmt.Fprintf(stderr, "lavik-bench compare: %d cells x 2 servers x %d rounds, about %v of measurement plus loading\n",
-		len(cells), cfg.Rounds, time.Duration(len(cells)*2*cfg.Rounds)*perRun)
+		len(c.cells), cfg.Rounds, time.Duration(len(c.cells)*2*cfg.Rounds)*perRun)
 
-	// Start, measure the empty servers, load.
-	for _, s := range systems {
+	if cfg.DiskSize > 0 {
+		if err := c.measureDisk(root); err != nil {
+			return setupFailure(ctx, err)
+		}
+	}
+
+	// Start, measure the empty servers, load, overwrite.
+	for _, s := range c.systems {
 		d, err := s.srv.start(ctx, cfg.StartTimeout, -1)
 		if err != nil {
 			return setupFailure(ctx, err)
@@ -174,13 +143,113 @@ func compareCommand(ctx context.Context, cfg compareConfig, stdout, stderr io.Wr
 		s.mem.System = s.name
 		s.mem.EmptyRSS, _ = rssBytes(s.srv.pid())
 	}
-	var v verdict
-	for _, s := range systems {
-		if err := s.loadAll(ctx, cfg, cells, stderr); err != nil {
-			if ctx.Err() != nil || errors.Is(err, errInterrupted) {
-				return exitInterrupted, errInterrupted
+	c.rep.Redis, c.rep.Lavik = c.systems[sysRedis].srv.commandLine(), c.systems[sysLavik].srv.commandLine()
+	if err := c.load(); err != nil {
+		if ctx.Err() != nil || errors.Is(err, errInterrupted) {
+			return exitInterrupted, errInterrupted
+		}
+		return exitErrors, &exitError{code: exitErrors, err: err} // a server that fails the load fails the comparison
+	}
+
+	// The cells, one group (mode) after another; lavik-data is restarted between groups that
+	// need it started differently.
+	for _, m := range []cellMode{modeUnpinned, modePinned, modeZipf} {
+		err := c.runMode(m)
+		if ctx.Err() != nil || errors.Is(err, errInterrupted) {
+			return exitInterrupted, errInterrupted
+		}
+		if err != nil {
+			break // recorded as a problem
+		}
+		if m == modeUnpinned {
+			for _, s := range c.systems {
+				s.mem.EndRSS, _ = rssBytes(s.srv.pid())
 			}
-			return exitErrors, &exitError{code: exitErrors, err: err} // a server that fails the load fails the comparison
+			c.noteLavikDir("after the unpinned cells")
+		}
+	}
+	for _, s := range c.systems {
+		if s.hashUnsup != "" {
+			c.v.unsupported = append(c.v.unsupported, s.name+": "+s.hashUnsup)
+		}
+	}
+	if cfg.Restart && len(c.rep.Restarts) == 0 && len(c.v.problems) == 0 {
+		c.restartLavik(nil, nil, "")
+		if ctx.Err() != nil {
+			return exitInterrupted, errInterrupted
+		}
+	}
+	c.noteLavikDir("at the end")
+	return c.report(out, stdout)
+}
+
+// comparison is one run of `compare`.
+type comparison struct {
+	ctx      context.Context
+	cfg      compareConfig
+	stderr   io.Writer
+	systems  [2]*benchSystem
+	cells    []cell
+	runs     [][2][]RunResult // per cell, per system: one per round
+	choosers map[string]keyChooser
+	v        verdict
+	rep      compareReport
+	pinSkip  string // why the pinned cells do not run, when --pin asked for them
+}
+
+// pinningPossible reports whether the pinned cells run: --pin is given and this process may
+// use its CPUs. Otherwise the reason is noted for the report. It is an error for --pin to be
+// given without taskset, which lavik-data must be started through.
+func (c *comparison) pinningPossible() (bool, error) {
+	if !c.cfg.Pin.enabled() {
+		return false, nil
+	}
+	allowed, err := allowedCPUs()
+	if err == nil {
+		c.pinSkip = c.cfg.Pin.unavailable(allowed)
+	} else {
+		c.pinSkip = err.Error()
+	}
+	if c.pinSkip != "" {
+		fmt.Fprintf(c.stderr, "pinned cells skipped: %s\n", c.pinSkip)
+		return false, nil
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return false, fmt.Errorf("--pin: taskset (util-linux) is needed to start lavik-data on CPUs %s: lavik-data sizes its "+
+			"event loops by GOMAXPROCS, which Go takes from the CPUs a process may use when it starts: %w", c.cfg.Pin.Server, err)
+	}
+	return true, nil
+}
+
+// measureDisk measures the disk's ceiling in root, before the servers start.
+func (c *comparison) measureDisk(root string) error {
+	cfg := c.cfg
+	p := diskParams{Dir: root, Size: cfg.DiskSize, Record: recordBytes(keyLen, int(math.Round(cfg.Value.mean()))),
+		Engine: cfg.DiskEngine, Depth: cfg.DiskDepth, Batch: cfg.DiskBatch, Warmup: 500 * time.Millisecond,
+		Duration: cfg.DiskDuration, Seed: cfg.Seed}
+	fmt.Fprintf(c.stderr, "disk ceiling: writing a %s file of random bytes in %s, then reading it at random for %v\n",
+		humanBytes(float64(p.Size)), root, p.Duration)
+	d, err := measureDisk(c.ctx, p)
+	if err != nil {
+		if errors.Is(err, errInterrupted) || c.ctx.Err() != nil {
+			return errInterrupted
+		}
+		if d == nil || d.Reads == 0 {
+			return err
+		}
+		c.v.problems = append(c.v.problems, err.Error())
+	}
+	c.rep.Disk = d
+	fmt.Fprintf(c.stderr, "%s (file written in %.1fs)\n", d, d.WriteS)
+	return nil
+}
+
+// load loads every system, then writes every key again --overwrites times, each pass over both
+// systems before the next.
+func (c *comparison) load() error {
+	for _, s := range c.systems {
+		if err := s.loadAll(c.ctx, c.cfg, c.cells, c.stderr); err != nil {
+			return err
 		}
 		s.mem.LoadedRSS, _ = rssBytes(s.srv.pid())
 		if s.mem.Keys > 0 {
@@ -188,100 +257,204 @@ func compareCommand(ctx context.Context, cfg compareConfig, stdout, stderr io.Wr
 			s.mem.PerKeyNet = float64(s.mem.LoadedRSS-s.mem.EmptyRSS) / float64(s.mem.Keys)
 		}
 	}
+	c.noteLavikDir("after loading")
+	for pass := 1; pass <= c.cfg.Overwrites; pass++ {
+		for _, s := range c.systems {
+			for _, ks := range []*Keyspace{s.ks, s.hks} {
+				if ks == nil {
+					continue
+				}
+				lr, err := load(c.ctx, c.cfg.loadParams(s.name, s.srv.addr, c.stderr), ks)
+				if err != nil {
+					return fmt.Errorf("overwriting %s: %w", s.name, err)
+				}
+				lr.Pass = pass
+				fmt.Fprintln(c.stderr, lr)
+				s.loads = append(s.loads, lr)
+			}
+		}
+	}
+	if c.cfg.Overwrites > 0 {
+		c.noteLavikDir(fmt.Sprintf("after %d overwrites", c.cfg.Overwrites))
+	}
+	return nil
+}
 
-	// The matrix.
-	runs := make([][2][]RunResult, len(cells))
-	choosers := map[recordKind]keyChooser{}
-matrix:
+// noteLavikDir records how much disk lavik-data's data directory occupies now.
+func (c *comparison) noteLavikDir(when string) {
+	s := c.systems[sysLavik]
+	_, alloc, err := diskUsage(s.srv.dir)
+	if err != nil {
+		return
+	}
+	c.rep.LavikDir = append(c.rep.LavikDir, DirUsage{When: when, Bytes: alloc})
+}
+
+// errStop ends the cells after a problem that is already recorded.
+var errStop = errors.New("stopped")
+
+// lavikSetup is how lavik-data must be started for the cells of mode m: a command prefix and
+// extra arguments, and what the restart into it is called.
+func (c *comparison) lavikSetup(m cellMode) (prefix, extra []string, into string) {
+	switch m {
+	case modePinned:
+		prefix = []string{"taskset", "-c", c.cfg.Pin.Server.String()}
+		return prefix, nil, "pinned: taskset -c " + c.cfg.Pin.Server.String()
+	case modeZipf:
+		if n := c.cfg.zipfCacheBytes(); n > 0 {
+			for _, a := range c.cfg.LavikCacheArgv {
+				extra = append(extra, strings.ReplaceAll(a, "{bytes}", strconv.FormatInt(n, 10)))
+			}
+			return nil, extra, "value cache " + humanBytes(float64(n))
+		}
+	}
+	return nil, nil, "unpinned, no value cache"
+}
+
+// runMode runs the cells of mode m, --rounds times over, alternating which server goes first.
+func (c *comparison) runMode(m cellMode) error {
+	var idx []int
+	for i, cl := range c.cells {
+		if cl.mode == m {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	lv := c.systems[sysLavik].srv
+	prefix, extra, into := c.lavikSetup(m)
+	if !slices.Equal(prefix, lv.prefix) || !slices.Equal(extra, lv.extra) {
+		if !c.restartLavik(prefix, extra, into) {
+			return errStop
+		}
+	}
+	if m == modePinned {
+		unpin, err := c.pin()
+		if err != nil {
+			c.v.problems = append(c.v.problems, "pinning: "+err.Error())
+			return errStop
+		}
+		defer unpin()
+	}
+	cfg := c.cfg
 	for round := 0; round < cfg.Rounds; round++ {
 		order := [2]int{sysRedis, sysLavik}
 		if round%2 == 1 {
 			order = [2]int{sysLavik, sysRedis}
 		}
-		for ci, c := range cells {
+		for _, ci := range idx {
+			cl := c.cells[ci]
 			for _, si := range order {
-				s := systems[si]
-				ks := s.keyspaceFor(c.wl)
+				s := c.systems[si]
+				ks := s.keyspaceFor(cl.wl)
 				if ks == nil {
 					continue // unsupported: reported in the table
 				}
-				if choosers[c.wl.Kind] == nil {
-					choosers[c.wl.Kind] = newChooser(cfg.Dist, cfg.Keys)
-				}
-				p := runParams{System: s.name, Addr: s.srv.addr, Workload: c.wl, HashUpdate: s.hashUpdate,
-					Conns: c.conns, Pipeline: c.pipeline, Warmup: cfg.Warmup, Duration: cfg.Duration,
-					Timeout: cfg.Timeout, VerifySample: cfg.VerifySample, Seed: cfg.Seed, ServerPID: s.srv.pid(), Round: round + 1}
-				r, err := runPoint(ctx, p, ks, choosers[c.wl.Kind])
-				if ctx.Err() != nil {
-					return exitInterrupted, errInterrupted
+				p := runParams{System: s.name, Addr: s.srv.addr, Workload: cl.wl, HashUpdate: s.hashUpdate,
+					Conns: cl.conns, Pipeline: cl.pipeline, Warmup: cfg.Warmup, Duration: cfg.Duration,
+					Timeout: cfg.Timeout, VerifySample: cfg.VerifySample, Seed: cfg.Seed, ServerPID: s.srv.pid(),
+					OtherPID: c.systems[1-si].srv.pid(), Round: round + 1}
+				r, err := runPoint(c.ctx, p, ks, c.chooser(cl))
+				if c.ctx.Err() != nil {
+					return errInterrupted
 				}
 				if err != nil {
-					v.problems = append(v.problems, fmt.Sprintf("%s %s conns=%d: %v", s.name, c.wl.Name, c.conns, err))
-					break matrix
+					c.v.problems = append(c.v.problems, fmt.Sprintf("%s %s conns=%d: %v", s.name, cl.label(), cl.conns, err))
+					return errStop
 				}
-				fmt.Fprintf(stderr, "round %d/%d  %-6s conns=%-4d pipeline=%-3d %s  %s ops/s  p99 %s ms  server CPU %.0f%%  errors: %s\n",
-					round+1, cfg.Rounds, c.wl.Name, c.conns, c.pipeline, s.name, qps(r.Total.QPS), ms(r.Total.P99Ms), r.ServerCPU, r.Errors)
-				runs[ci][si] = append(runs[ci][si], r)
-				v.addRun(r)
+				r.Mode = m.String()
+				fmt.Fprintf(c.stderr, "round %d/%d  %-10s conns=%-4d pipeline=%-3d %s  %s ops/s  p99 %s ms  p99.9 %s ms  server CPU %.0f%% (%.1f us/op, %s B read/op)  idle %s CPU %.0f%%  errors: %s\n",
+					round+1, cfg.Rounds, cl.label(), cl.conns, cl.pipeline, s.name, qps(r.Total.QPS), ms(r.Total.P99Ms), ms(r.Total.P999Ms),
+					r.ServerCPU, r.ServerUsPerOp, commas(int64(math.Round(readPerOp(r)))), c.systems[1-si].name, r.OtherCPU, r.Errors)
+				c.runs[ci][si] = append(c.runs[ci][si], r)
+				c.v.addRun(r)
 			}
 		}
 	}
-	for _, s := range systems {
-		s.mem.EndRSS, _ = rssBytes(s.srv.pid())
-		if s.hashUnsup != "" {
-			v.unsupported = append(v.unsupported, s.name+": "+s.hashUnsup)
-		}
+	if m == modePinned {
+		c.checkPinned()
 	}
+	return nil
+}
 
-	rep := compareReport{Command: "compare", Redis: systems[sysRedis].srv.commandLine(), Lavik: systems[sysLavik].srv.commandLine(),
-		roundSettings: newRoundSettings(cfg.commonConfig, cfg.Rounds)}
-	if cfg.Restart && len(v.problems) == 0 {
-		rr := measureRestart(ctx, cfg, systems[sysLavik], stderr)
-		if ctx.Err() != nil {
-			return exitInterrupted, errInterrupted
-		}
-		if rr.Error != "" {
-			v.problems = append(v.problems, "lavik restart: "+rr.Error)
-		}
-		rep.Restart = &rr
+// chooser returns the key chooser of a cell's distribution (one per distribution: the zipf one
+// costs a pass over the keyspace to build).
+func (c *comparison) chooser(cl cell) keyChooser {
+	k := cl.dist.String() + "/" + strconv.Itoa(int(cl.wl.Kind))
+	if c.choosers[k] == nil {
+		c.choosers[k] = newChooser(cl.dist, c.cfg.Keys)
 	}
-	for _, s := range systems {
-		rep.Loads = append(rep.Loads, s.loads...)
-		rep.Memory = append(rep.Memory, s.mem)
-	}
-	var all []RunResult
-	for ci, c := range cells {
-		cs := summarizeCell(c, runs[ci], systems)
-		rep.Cells = append(rep.Cells, cs)
-		all = append(all, runs[ci][sysRedis]...)
-		all = append(all, runs[ci][sysLavik]...)
-	}
+	return c.choosers[k]
+}
 
-	fmt.Fprintf(out, "\nlavik-bench compare: redis vs lavik, %s\n", cfg.describe(cellsKind(cells)))
-	if cfg.Rounds > 1 {
-		fmt.Fprintf(out, "%d rounds, the server that runs first in each cell alternating between rounds; figures are medians over rounds; spread = (max-min)/median of ops/s\n", cfg.Rounds)
-	} else {
-		fmt.Fprintln(out, "1 round, redis first in each cell")
+// pin moves redis-server (while it runs) and the generator onto their CPUs; lavik-data was
+// started on its own through taskset. The returned function moves redis-server and the
+// generator back.
+func (c *comparison) pin() (unpin func(), err error) {
+	pin := c.cfg.Pin
+	rd := c.systems[sysRedis].srv
+	prevRedis, err := processCPUs(rd.pid())
+	if err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(out, "redis: %s\nlavik: %s\n\n", rep.Redis, rep.Lavik)
-	writeCompareTable(out, rep.Cells)
-	fmt.Fprintln(out)
-	writeMemory(out, rep.Memory)
-	for _, l := range rep.Loads {
-		fmt.Fprintln(out, l)
+	if _, err := setProcessAffinity(rd.pid(), pin.Server); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
 	}
-	if rr := rep.Restart; rr != nil {
-		writeRestart(out, rr, systems[sysLavik].mem)
+	restoreSelf, err := pinSelf(pin.Client, c.cfg.Threads > 0)
+	if err != nil {
+		_, _ = setProcessAffinity(rd.pid(), prevRedis)
+		return nil, fmt.Errorf("generator: %w", err)
 	}
-	fmt.Fprintln(out)
-	v.write(out)
-	code = v.exitCode()
-	rep.reportOutcome = newReportOutcome(code, v)
-	if err := writeOutputs(cfg.commonConfig, stdout, rep, all, compareChart(rep.Cells, cfg),
-		cfg.describe(cellsKind(cells))+fmt.Sprintf("; medians over %d rounds", cfg.Rounds)); err != nil {
-		return exitErrors, &exitError{code: exitErrors, err: err}
+	c.rep.Pinning = &PinReport{Server: pin.Server.String(), Client: pin.Client.String(), GeneratorProcs: runtime.GOMAXPROCS(0),
+		Lavik: c.systems[sysLavik].srv.commandLine()}
+	fmt.Fprintf(c.stderr, "pinned: redis (pid %d) and lavik (pid %d) on CPU %s, the generator on CPU %s (GOMAXPROCS %d)\n",
+		rd.pid(), c.systems[sysLavik].srv.pid(), pin.Server, pin.Client, runtime.GOMAXPROCS(0))
+	return func() {
+		if err := restoreSelf(); err != nil {
+			c.v.problems = append(c.v.problems, "unpinning the generator: "+err.Error())
+		}
+		if rd.running() {
+			if _, err := setProcessAffinity(rd.pid(), prevRedis); err != nil {
+				c.v.problems = append(c.v.problems, "unpinning redis: "+err.Error())
+			}
+		}
+	}, nil
+}
+
+// checkPinned reads the affinity of every thread of the servers and of the generator at the end
+// of the pinned cells: threads created during the cells must have inherited it. A thread
+// elsewhere makes the pinned figures meaningless, so it is a problem of the run.
+func (c *comparison) checkPinned() {
+	pr := c.rep.Pinning
+	var err error
+	check := func(name string, pid int, want cpuList, n *int) {
+		if *n, err = checkAffinity(pid, want); err != nil {
+			pr.Problems = append(pr.Problems, name+": "+err.Error())
+			c.v.problems = append(c.v.problems, "pinned cells: "+name+": "+err.Error())
+		}
 	}
-	return code, nil
+	check("redis", c.systems[sysRedis].srv.pid(), c.cfg.Pin.Server, &pr.RedisThreads)
+	check("lavik", c.systems[sysLavik].srv.pid(), c.cfg.Pin.Server, &pr.LavikThreads)
+	check("generator", os.Getpid(), c.cfg.Pin.Client, &pr.GeneratorThreads)
+}
+
+// restartLavik stops lavik-data and starts it again on its data, with prefix and extra around
+// its command line, measuring the restart (measureRestart). It reports whether it is up again.
+func (c *comparison) restartLavik(prefix, extra []string, into string) bool {
+	s := c.systems[sysLavik]
+	rr := measureRestart(c.ctx, c.cfg, s, c.stderr, func() { s.srv.prefix, s.srv.extra = prefix, extra })
+	if c.ctx.Err() != nil {
+		return false
+	}
+	rr.Into, rr.Command = into, s.srv.commandLine()
+	c.rep.Restarts = append(c.rep.Restarts, rr)
+	if rr.Error != "" {
+		c.v.problems = append(c.v.problems, "lavik restart: "+rr.Error)
+		return false
+	}
+	fmt.Fprintf(c.stderr, "restarted lavik (pid %d) in %.2fs: %s\n", s.srv.pid(), rr.StartToReadyS, rr.Command)
+	return true
 }
 
 // setupFailure turns a failure before the matrix into the exit status.
@@ -298,8 +471,28 @@ func buildCells(cfg compareConfig) []cell {
 	for _, w := range cfg.Workloads {
 		for _, p := range cfg.Pipelines {
 			for _, c := range cfg.Conns {
-				cells = append(cells, cell{wl: w, conns: c, pipeline: p})
+				cells = append(cells, cell{wl: w, conns: c, pipeline: p, dist: cfg.Dist})
 			}
+		}
+	}
+	return cells
+}
+
+// compareCells lists every cell of a comparison in the order the groups run: the matrix; the
+// matrix again pinned (when pinned); GET with zipf keys at each --zipf-pipelines depth and
+// connection count.
+func compareCells(cfg compareConfig, pinned bool) []cell {
+	cells := buildCells(cfg)
+	if pinned {
+		for _, c := range buildCells(cfg) {
+			c.mode = modePinned
+			cells = append(cells, c)
+		}
+	}
+	zipf := DistSpec{Name: "zipf", Theta: cfg.Dist.Theta}
+	for _, p := range cfg.ZipfPipelines {
+		for _, c := range cfg.Conns {
+			cells = append(cells, cell{wl: Workload{Name: "get", ReadFrac: 1}, conns: c, pipeline: p, mode: modeZipf, dist: zipf})
 		}
 	}
 	return cells
@@ -357,106 +550,10 @@ func (s *benchSystem) keyspaceFor(w Workload) *Keyspace {
 	return s.ks
 }
 
-// summarizeCell reduces the rounds of one cell to medians.
-func summarizeCell(c cell, runs [2][]RunResult, systems [2]*benchSystem) CellSummary {
-	cs := CellSummary{Workload: c.wl.Name, Conns: c.conns, Pipeline: c.pipeline}
-	for si, rs := range runs {
-		sc := summarizeRuns(rs)
-		if systems[si].keyspaceFor(c.wl) == nil {
-			sc.Unsupported = systems[si].hashUnsup
-		}
-		if si == sysRedis {
-			cs.Redis = sc
-		} else {
-			cs.Lavik = sc
-		}
-	}
-	if cs.Redis.QPS > 0 && cs.Lavik.QPS > 0 {
-		cs.QPSRatio = cs.Lavik.QPS / cs.Redis.QPS
-	}
-	if cs.Redis.P99Ms > 0 && cs.Lavik.P99Ms > 0 {
-		cs.P99Ratio = cs.Lavik.P99Ms / cs.Redis.P99Ms
-	}
-	return cs
-}
-
-// summarizeRuns reduces the rounds of one system in one cell to medians and the spread.
-func summarizeRuns(rs []RunResult) SystemCell {
-	sc := SystemCell{Rounds: rs}
-	var q, p []float64
-	for _, r := range rs {
-		q = append(q, r.Total.QPS)
-		p = append(p, r.Total.P99Ms)
-		sc.Errors.add(r.Errors)
-	}
-	sc.QPS, sc.P99Ms = median(q), median(p)
-	if len(q) > 1 && sc.QPS > 0 {
-		lo, hi := q[0], q[0]
-		for _, x := range q {
-			lo, hi = math.Min(lo, x), math.Max(hi, x)
-		}
-		sc.QPSSpread = 100 * (hi - lo) / sc.QPS
-	}
-	return sc
-}
-
-func writeCompareTable(w io.Writer, cells []CellSummary) {
-	t := &table{left: 1}
-	t.add("workload", "conns", "pipe", "|", "redis ops/s", "spread", "p99 ms", "|", "lavik ops/s", "spread", "p99 ms",
-		"|", "ops/s lavik/redis", "p99 lavik/redis")
-	for _, c := range cells {
-		row := []string{c.Workload, strconv.Itoa(c.Conns), strconv.Itoa(c.Pipeline), "|"}
-		row = append(row, systemCellColumns(c.Redis)...)
-		row = append(row, "|")
-		row = append(row, systemCellColumns(c.Lavik)...)
-		row = append(row, "|", ratio(c.Lavik.QPS, c.Redis.QPS), ratio(c.Lavik.P99Ms, c.Redis.P99Ms))
-		t.add(row...)
-	}
-	t.write(w)
-}
-
-// systemCellColumns formats one system's figures in a cell as ops/s, spread and p99.
-func systemCellColumns(s SystemCell) []string {
-	switch {
-	case s.Unsupported != "":
-		return []string{"unsupported", "", ""}
-	case len(s.Rounds) == 0:
-		return []string{"-", "", "-"}
-	}
-	spread := ""
-	if len(s.Rounds) > 1 {
-		spread = fmt.Sprintf("%.1f%%", s.QPSSpread)
-	}
-	p99 := ms(s.P99Ms)
-	if s.Errors.Total() > 0 {
-		p99 += " ERR"
-	}
-	return []string{qps(s.QPS), spread, p99}
-}
-
-func writeMemory(w io.Writer, mem []MemoryReport) {
-	t := &table{left: 1}
-	t.add("memory (VmRSS)", "empty", "loaded", "end of run", "per key raw", "per key net")
-	for _, m := range mem {
-		t.add(m.System, humanBytes(float64(m.EmptyRSS)), humanBytes(float64(m.LoadedRSS)), humanBytes(float64(m.EndRSS)),
-			fmt.Sprintf("%.0f B", m.PerKeyRaw), fmt.Sprintf("%.0f B", m.PerKeyNet))
-	}
-	t.write(w)
-	fmt.Fprintln(w, "per key: RSS after loading / keys loaded (raw), and (RSS after loading - RSS when empty) / keys (net)")
-}
-
-func writeRestart(w io.Writer, rr *RestartReport, mem MemoryReport) {
-	if rr.Error != "" {
-		fmt.Fprintf(w, "lavik restart FAILED: %s\n", rr.Error)
-		return
-	}
-	fmt.Fprintf(w, "lavik restart: SIGTERM to exit %.2fs (status %d); start to ready %.2fs (answers PING, DBSIZE %s); %s values verified; RSS after restart %s\n",
-		rr.ShutdownS, rr.ExitStatus, rr.StartToReadyS, commas(rr.Keys), commas(int64(rr.Verified)), humanBytes(float64(mem.RestartedRSS)))
-}
-
-// measureRestart stops Lavik with SIGTERM, starts it on the same directory and times how long it
-// takes to answer PING with every key back, then checks a sample of values.
-func measureRestart(ctx context.Context, cfg compareConfig, s *benchSystem, stderr io.Writer) RestartReport {
+// measureRestart stops Lavik with SIGTERM, calls reconfigure (which may change how it is
+// started), starts it on the same directory and times how long it takes to answer PING with
+// every key back, then checks a sample of values.
+func measureRestart(ctx context.Context, cfg compareConfig, s *benchSystem, stderr io.Writer, reconfigure func()) RestartReport {
 	var rr RestartReport
 	a, err := dialAdmin(s.srv.addr, 10*time.Second)
 	if err == nil {
@@ -476,13 +573,17 @@ func measureRestart(ctx context.Context, cfg compareConfig, s *benchSystem, stde
 	if status != 0 {
 		fmt.Fprintf(stderr, "warning: lavik exited with status %d after SIGTERM\n", status)
 	}
+	reconfigure()
 	d, err = s.srv.start(ctx, cfg.RestartTimeout, rr.Keys)
 	if err != nil {
 		rr.Error = err.Error()
 		return rr
 	}
 	rr.StartToReadyS = d.Seconds()
-	s.mem.RestartedRSS, _ = rssBytes(s.srv.pid())
+	rr.RSS, _ = rssBytes(s.srv.pid())
+	if s.mem.RestartedRSS == 0 {
+		s.mem.RestartedRSS = rr.RSS
+	}
 	for _, ks := range []*Keyspace{s.ks, s.hks} {
 		if ks == nil {
 			continue
@@ -494,36 +595,5 @@ func measureRestart(ctx context.Context, cfg compareConfig, s *benchSystem, stde
 			return rr
 		}
 	}
-	fmt.Fprintf(stderr, "lavik restarted in %.2fs with %d keys\n", rr.StartToReadyS, rr.Keys)
 	return rr
-}
-
-// compareChart has one series per system, workload and pipeline depth, a point per connection
-// count.
-func compareChart(cells []CellSummary, cfg compareConfig) []chartSeries {
-	var series []chartSeries
-	index := map[string]int{}
-	for si, name := range systemNames {
-		for _, c := range cells {
-			sc := c.Redis
-			if si == sysLavik {
-				sc = c.Lavik
-			}
-			if len(sc.Rounds) == 0 {
-				continue
-			}
-			key := fmt.Sprintf("%s %s", name, c.Workload)
-			if len(cfg.Pipelines) > 1 {
-				key += fmt.Sprintf(" pipeline %d", c.Pipeline)
-			}
-			i, ok := index[key]
-			if !ok {
-				i = len(series)
-				index[key] = i
-				series = append(series, chartSeries{Name: key, Group: name})
-			}
-			series[i].Points = append(series[i].Points, chartPoint{QPS: sc.QPS, P99Ms: sc.P99Ms, Label: strconv.Itoa(c.Conns)})
-		}
-	}
-	return series
 }

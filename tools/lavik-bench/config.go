@@ -72,6 +72,26 @@ type compareConfig struct {
 	Restart        bool
 	StartTimeout   time.Duration
 	RestartTimeout time.Duration
+
+	// Pin, when enabled, adds the pinned cells: the matrix again with the servers and the
+	// generator on separate CPUs (pin.go).
+	Pin pinSpec
+	// Overwrites is how many times every key is written again after the load, so that most of
+	// lavik-data's log is garbage its collector works on while the cells run.
+	Overwrites int
+	// ZipfPipelines are the pipeline depths of the zipf GET cells (at every connection count),
+	// run with lavik-data's value cache at ZipfCachePct percent of the loaded value bytes, or
+	// at ZipfCacheBytes when that is set.
+	ZipfPipelines  []int
+	ZipfCachePct   float64
+	ZipfCacheBytes int64
+	LavikCacheArgv []string // the arguments turning the cache on, with {bytes}
+	// Disk is the ceiling measurement; DiskSize 0 turns it off.
+	DiskSize     int64
+	DiskDepth    int
+	DiskBatch    int
+	DiskDuration time.Duration
+	DiskEngine   string
 }
 
 // capacityConfig is `lavik-bench capacity`. Keys (from the common flags) is the size the
@@ -148,6 +168,15 @@ func compareFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "restart", Value: true, Usage: "measure Lavik's restart time on the loaded data"},
 		&cli.DurationFlag{Name: "start-timeout", Value: time.Minute, Usage: "how long a server may take to start"},
 		&cli.DurationFlag{Name: "restart-timeout", Value: 10 * time.Minute, Usage: "how long Lavik may take to restart with its data"},
+		&cli.StringFlag{Name: "pin", Usage: "add pinned cells: the matrix again with both servers on the server CPUs (lavik-data started by taskset) and the generator on the client CPUs, e.g. server=0,client=1"},
+		&cli.IntFlag{Name: "overwrites", Usage: "after loading, write every key this many times more, so that lavik-data's collector has garbage to work on during the cells"},
+		&cli.StringFlag{Name: "zipf-pipelines", Usage: "add GET cells with zipf keys (--zipf-theta) at these pipeline depths, lavik-data restarted with its value cache (--zipf-cache), e.g. 1,16"},
+		&cli.StringFlag{Name: "zipf-cache", Value: "10%", Usage: "lavik-data's value cache in the zipf cells: a percentage of the loaded value bytes, or a size such as 100MiB; 0 = no cache"},
+		&cli.StringFlag{Name: "lavik-cache-args", Hidden: true, Value: "--value-cache-size {bytes}", Usage: "arguments turning lavik's value cache on, with {bytes}; for testing the harness"},
+		&cli.StringFlag{Name: "disk-ceiling", Value: "0", Usage: "before starting the servers, measure random O_DIRECT reads of a GET's size on a file of this size in --workdir (e.g. 2GiB); 0 = not measured"},
+		&cli.IntFlag{Name: "disk-depth", Value: 256, Usage: "reads in flight in the ceiling measurement (256: one lavik-data event loop's io_uring)"},
+		&cli.DurationFlag{Name: "disk-duration", Value: 4 * time.Second, Usage: "measured window of the ceiling measurement"},
+		&cli.StringFlag{Name: "disk-engine", Value: "auto", Usage: "value-log engine the ceiling measurement reads through: auto, uring or pread"},
 	}, commonFlags(6*time.Second, 2*time.Second)...)
 }
 
@@ -426,7 +455,76 @@ func parseCompareConfig(c *cli.Context) (compareConfig, error) {
 	if cmp.RedisArgv, err = serverArgv(c, "redis", defaultRedisCmd); err != nil {
 		return cmp, err
 	}
+	if err := parseCompareExtras(c, &cmp); err != nil {
+		return cmp, err
+	}
 	return cmp, nil
+}
+
+// parseCompareExtras parses the settings of the pinned, zipf and disk-ceiling measurements.
+func parseCompareExtras(c *cli.Context, cmp *compareConfig) error {
+	var err error
+	if cmp.Pin, err = parsePin(c.String("pin")); err != nil {
+		return err
+	}
+	if cmp.Overwrites = c.Int("overwrites"); cmp.Overwrites < 0 {
+		return fmt.Errorf("--overwrites %d: want 0 or more", cmp.Overwrites)
+	}
+	if c.String("zipf-pipelines") != "" {
+		if cmp.ZipfPipelines, err = parseIntList("zipf-pipelines", c.String("zipf-pipelines")); err != nil {
+			return err
+		}
+	}
+	zc := strings.TrimSpace(c.String("zipf-cache"))
+	if p, ok := strings.CutSuffix(zc, "%"); ok {
+		cmp.ZipfCachePct, err = strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || cmp.ZipfCachePct < 0 || cmp.ZipfCachePct > 100 {
+			return fmt.Errorf("--zipf-cache %q: want a percentage from 0%% to 100%% or a size", zc)
+		}
+	} else if cmp.ZipfCacheBytes, err = parseBytes(zc); err != nil {
+		return fmt.Errorf("--zipf-cache: %w", err)
+	}
+	if cmp.LavikCacheArgv, err = splitArgs(c.String("lavik-cache-args")); err != nil {
+		return fmt.Errorf("--lavik-cache-args: %w", err)
+	}
+	if cmp.DiskSize, err = parseBytes(c.String("disk-ceiling")); err != nil {
+		return fmt.Errorf("--disk-ceiling: %w", err)
+	}
+	cmp.DiskSize = diskFileSize(cmp.DiskSize)
+	if c.String("disk-ceiling") != "0" && cmp.DiskSize < minDiskFile {
+		return fmt.Errorf("--disk-ceiling %s: want 0 (not measured) or at least %s, so that the reads spread", c.String("disk-ceiling"), humanBytes(minDiskFile))
+	}
+	cmp.DiskDepth, cmp.DiskDuration, cmp.DiskEngine = c.Int("disk-depth"), c.Duration("disk-duration"), c.String("disk-engine")
+	cmp.DiskBatch = min(16, max(cmp.DiskDepth, 1))
+	switch {
+	case cmp.DiskDepth < 1 || cmp.DiskDepth > 4096:
+		return fmt.Errorf("--disk-depth %d: want 1 to 4096", cmp.DiskDepth)
+	case cmp.DiskDuration <= 0:
+		return fmt.Errorf("--disk-duration %v: want a positive window", cmp.DiskDuration)
+	}
+	switch cmp.DiskEngine {
+	case "auto", "uring", "pread":
+	default:
+		return fmt.Errorf("--disk-engine %q: want auto, uring or pread", cmp.DiskEngine)
+	}
+	return nil
+}
+
+// minDiskFile is the smallest ceiling file: 64 MiB, so that a test can measure quickly; make
+// bench uses 2 GiB, for reads spread over the device.
+const minDiskFile = 64 << 20
+
+// zipfCacheBytes is lavik-data's value cache for the zipf cells given the value bytes loaded:
+// at least 1 MiB (lavik-data's smallest) unless it is off.
+func (c compareConfig) zipfCacheBytes() int64 {
+	n := c.ZipfCacheBytes
+	if c.ZipfCachePct > 0 {
+		n = int64(c.ZipfCachePct / 100 * float64(c.Keys) * c.Value.mean())
+	}
+	if n > 0 && n < 1<<20 {
+		n = 1 << 20
+	}
+	return n
 }
 
 // Default command lines; {bin}, {port} and {dir} are filled in when a server starts. Without

@@ -29,6 +29,7 @@ type loadParams struct {
 type LoadResult struct {
 	System  string  `json:"system"`
 	First   int     `json:"first_key,omitempty"` // index of the first key written (a range load)
+	Pass    int     `json:"overwrite,omitempty"` // 1, 2, ...: a pass writing every key again after the load
 	Keys    int     `json:"keys"`
 	Bytes   int64   `json:"value_bytes"`
 	Seconds float64 `json:"seconds"`
@@ -183,6 +184,10 @@ func (r LoadResult) String() string {
 	if r.First > 0 {
 		what = fmt.Sprintf("%d keys (%d to %d)", r.Keys, r.First, r.First+r.Keys-1)
 	}
-	return fmt.Sprintf("loaded %s: %s, %s of values in %.1fs (%.0f keys/s), DBSIZE %d",
-		r.System, what, humanBytes(float64(r.Bytes)), r.Seconds, r.KeysPS, r.DBSize)
+	verb := "loaded"
+	if r.Pass > 0 {
+		verb = fmt.Sprintf("overwrite %d,", r.Pass)
+	}
+	return fmt.Sprintf("%s %s: %s, %s of values in %.1fs (%.0f keys/s), DBSIZE %d",
+		verb, r.System, what, humanBytes(float64(r.Bytes)), r.Seconds, r.KeysPS, r.DBSize)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -159,4 +160,15 @@ func fsSpace(dir string) (avail int64, tmpfs bool, err error) {
 // before it can stop it.
 func setChildAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// openDirectWrite opens name for writing with O_DIRECT, or without it where the file system
+// refuses it (EINVAL).
+func openDirectWrite(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|syscall.O_DIRECT, 0o644)
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Err == syscall.EINVAL {
+		return os.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0o644)
+	}
+	return f, err
 }

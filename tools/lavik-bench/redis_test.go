@@ -5,9 +5,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -206,5 +208,134 @@ func TestCompareInterruptStopsServers(t *testing.T) {
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("%s (pid %d) still running", m[1], pid)
 		}
+	}
+}
+
+// TestCompareExtras runs every addition to the matrix with redis-server standing in for Lavik:
+// the disk ceiling, overwrites, pinned cells (when this machine has 2 CPUs and taskset) and the
+// zipf cells, for which the stand-in is restarted with an argument standing in for the value
+// cache.
+func TestCompareExtras(t *testing.T) {
+	needRedis(t)
+	allowed, _ := allowedCPUs()
+	_, tasksetErr := exec.LookPath("taskset")
+	pin := len(allowed) >= 2 && tasksetErr == nil
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "c.json")
+	args := []string{"compare", "--lavik-cmd", lavikAsRedis, "--redis-bin", "redis-server",
+		"--keys", "1000", "--conns", "4", "--pipelines", "1,8", "--rounds", "1", "--duration", "500ms", "--warmup", "100ms",
+		"--no-progress", "--workdir", dir, "--json", jsonPath,
+		"--overwrites", "2", "--zipf-pipelines", "4", "--lavik-cache-args", "--proto-max-bulk-len {bytes}",
+		"--disk-ceiling", "64MiB", "--disk-duration", "300ms", "--disk-depth", "16"}
+	if pin {
+		args = append(args, "--pin", fmt.Sprintf("server=%d,client=%d", allowed[0], allowed[1]))
+	}
+	code, out, errOut := runCLI(t, args...)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var rep compareReport
+	b, _ := os.ReadFile(jsonPath)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+
+	modes := map[string]int{}
+	for _, c := range rep.Cells {
+		modes[c.Mode]++
+		for _, sc := range []SystemCell{c.Redis, c.Lavik} {
+			if len(sc.Rounds) != 1 || sc.CPUUsPerOp <= 0 || sc.P999Ms < sc.P99Ms {
+				t.Errorf("cell %s %dx%d: %+v", c.label(), c.Conns, c.Pipeline, sc)
+			}
+		}
+		if c.CPURatio <= 0 || c.P999Ratio <= 0 {
+			t.Errorf("cell %s %dx%d: ratios %+v", c.label(), c.Conns, c.Pipeline, c)
+		}
+		// 4 connections x 8 keep 32 GETs outstanding, 16 reads were in flight in the ceiling.
+		// The stand-in reads nothing from storage: none of its GETs count against the ceiling.
+		wantDisk := c.Workload == "get" && c.Mode != "zipf" && c.Pipeline == 8 && rep.Disk.ReadsPS > 0
+		if c.DiskCell != wantDisk || c.DiskPct > 1 {
+			t.Errorf("cell %s %dx%d: disk cell %v, %.1f%% of the disk ceiling", c.label(), c.Conns, c.Pipeline, c.DiskCell, c.DiskPct)
+		}
+		if c.Mode == "zipf" && (c.Workload != "get" || c.Pipeline != 4 || !strings.HasPrefix(c.Dist, "zipf")) {
+			t.Errorf("zipf cell %+v", c)
+		}
+	}
+	wantModes := map[string]int{"": 4, "zipf": 1}
+	if pin {
+		wantModes["pinned"] = 4
+	}
+	if !reflect.DeepEqual(modes, wantModes) {
+		t.Errorf("cells by mode %v, want %v", modes, wantModes)
+	}
+
+	if d := rep.Disk; d == nil || (d.Skipped == "" && (d.Reads == 0 || d.Depth != 16)) {
+		t.Errorf("disk ceiling %+v", d)
+	}
+	passes := 0
+	for _, l := range rep.Loads {
+		if l.Pass > 0 {
+			passes++
+		}
+	}
+	if passes != 4 || !strings.Contains(out, "overwrite 2, lavik") {
+		t.Errorf("%d overwrite passes reported, want 2 per server", passes)
+	}
+
+	// Restarts: into the pinned cells (when pinned), then with the value cache.
+	wantRestarts := []string{"--proto-max-bulk-len 1048576"}
+	if pin {
+		wantRestarts = append([]string{fmt.Sprintf("taskset -c %d ", allowed[0])}, wantRestarts...)
+	}
+	if len(rep.Restarts) != len(wantRestarts) || rep.Restart == nil {
+		t.Fatalf("restarts %+v", rep.Restarts)
+	}
+	for i, w := range wantRestarts {
+		rr := rep.Restarts[i]
+		if !strings.Contains(rr.Command, w) || rr.Error != "" || rr.Keys != 1000 || rr.Verified != 1000 {
+			t.Errorf("restart %d: %+v, want a command with %q", i, rr, w)
+		}
+	}
+	if strings.Contains(rep.Restarts[len(rep.Restarts)-1].Command, "taskset") {
+		t.Error("the zipf cells ran lavik pinned")
+	}
+
+	if pin {
+		pr := rep.Pinning
+		if pr == nil || len(pr.Problems) != 0 || pr.RedisThreads < 1 || pr.LavikThreads < 1 || pr.GeneratorThreads < 1 || pr.GeneratorProcs != 1 {
+			t.Errorf("pinning %+v", pr)
+		}
+		// The generator is back on every CPU it had.
+		if now, err := allowedCPUs(); err != nil || !now.equal(allowed) {
+			t.Errorf("after the run this process may use CPUs %s (%v), before %s", now, err, allowed)
+		}
+	}
+	for _, want := range []string{"disk ceiling", "cpu us/op", "p99.9 ms", "key figures", "lavik data directory", "after 2 overwrites", "result: OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestComparePinSkipped asks for pinned cells on a CPU this process may not use: the comparison
+// runs without them and says why.
+func TestComparePinSkipped(t *testing.T) {
+	needRedis(t)
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "c.json")
+	code, out, errOut := runCLI(t, "compare", "--lavik-cmd", lavikAsRedis, "--keys", "200", "--conns", "2", "--pipelines", "1",
+		"--workloads", "get", "--rounds", "1", "--duration", "200ms", "--warmup", "0s", "--no-progress", "--restart=false",
+		"--workdir", dir, "--json", jsonPath, "--pin", "server=0,client=1023")
+	if code != exitOK || !strings.Contains(out, "pinned cells skipped: CPU 1023 is not among") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep compareReport
+	b, _ := os.ReadFile(jsonPath)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 1 || rep.Cells[0].Mode != "" || rep.PinSkipped == "" || rep.Pinning != nil || len(rep.Restarts) != 0 {
+		t.Errorf("%+v", rep)
 	}
 }

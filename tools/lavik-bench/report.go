@@ -186,7 +186,8 @@ func writeOut(path string, stdout io.Writer, b []byte) error {
 }
 
 var csvHeader = []string{"system", "workload", "conns", "pipeline", "round", "op", "ops", "latency_samples", "ops_per_sec",
-	"avg_ms", "p50_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms", "errors", "client_cpu_pct", "server_cpu_pct"}
+	"avg_ms", "p50_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms", "errors", "client_cpu_pct", "server_cpu_pct",
+	"server_cpu_us_per_op", "server_read_bytes", "mode"}
 
 // writeCSV writes one row per operation type (and total) per run to path ("-" for stdout).
 func writeCSV(path string, stdout io.Writer, results []RunResult) error {
@@ -199,7 +200,7 @@ func writeCSV(path string, stdout io.Writer, results []RunResult) error {
 			_ = cw.Write([]string{r.System, r.Workload, strconv.Itoa(r.Conns), strconv.Itoa(r.Pipeline),
 				strconv.Itoa(r.Round), o.Op, strconv.FormatInt(o.Count, 10), strconv.FormatInt(o.Samples, 10), f(o.QPS), f(o.AvgMs), f(o.P50Ms),
 				f(o.P95Ms), f(o.P99Ms), f(o.P999Ms), f(o.MaxMs), strconv.FormatInt(o.Errors.Total(), 10),
-				f(r.ClientCPU), f(r.ServerCPU)})
+				f(r.ClientCPU), f(r.ServerCPU), f(r.ServerUsPerOp), strconv.FormatInt(r.ServerReadBytes, 10), r.Mode})
 		}
 	}
 	cw.Flush()

@@ -30,32 +30,46 @@ type runParams struct {
 	Timeout      time.Duration
 	VerifySample float64 // fraction of read replies compared byte for byte
 	Seed         uint64
-	ServerPID    int // when known, the server's CPU use over the window is reported
-	Round        int
+	ServerPID    int // when known, the server's CPU use and storage reads over the window are reported
+	// OtherPID, when known, is a server that is not being measured (compare's idle one): its
+	// CPU over the window is reported, since on shared cores its background work (a
+	// collector, say) takes time from the measured one.
+	OtherPID int
+	Round    int
 }
 
 // RunResult is the outcome of one measured point.
 type RunResult struct {
-	System       string      `json:"system"`
-	Addr         string      `json:"addr"`
-	Workload     string      `json:"workload"`
-	Conns        int         `json:"conns"`
-	Pipeline     int         `json:"pipeline"`
-	Threads      int         `json:"threads"`
-	Round        int         `json:"round,omitempty"`
-	WarmupS      float64     `json:"warmup_s"`
-	WindowS      float64     `json:"window_s"`
-	HashUpdate   string      `json:"hash_update,omitempty"`
-	Ops          []OpStats   `json:"ops"`
-	Total        OpStats     `json:"total"`
-	Errors       ErrorCounts `json:"errors"`
-	Checked      int64       `json:"replies_checked"`
-	Verified     int64       `json:"replies_verified"`
-	ClientCPU    float64     `json:"client_cpu_pct"`
-	ServerCPU    float64     `json:"server_cpu_pct,omitempty"`
-	ErrorSamples []string    `json:"error_samples,omitempty"`
-	Unsupported  string      `json:"unsupported,omitempty"`
-	Interrupted  bool        `json:"interrupted,omitempty"`
+	System     string      `json:"system"`
+	Addr       string      `json:"addr"`
+	Workload   string      `json:"workload"`
+	Conns      int         `json:"conns"`
+	Pipeline   int         `json:"pipeline"`
+	Threads    int         `json:"threads"`
+	Round      int         `json:"round,omitempty"`
+	Mode       string      `json:"mode,omitempty"` // compare: "pinned" or "zipf" cells
+	WarmupS    float64     `json:"warmup_s"`
+	WindowS    float64     `json:"window_s"`
+	HashUpdate string      `json:"hash_update,omitempty"`
+	Ops        []OpStats   `json:"ops"`
+	Total      OpStats     `json:"total"`
+	Errors     ErrorCounts `json:"errors"`
+	Checked    int64       `json:"replies_checked"`
+	Verified   int64       `json:"replies_verified"`
+	ClientCPU  float64     `json:"client_cpu_pct"`
+	ServerCPU  float64     `json:"server_cpu_pct,omitempty"`
+	// ServerCPUSec is the server's user+system CPU time over the window, and ServerUsPerOp
+	// that time divided by the operations answered in the window: the server's cost of one
+	// operation, whatever the number of cores it used.
+	ServerCPUSec  float64 `json:"server_cpu_s,omitempty"`
+	ServerUsPerOp float64 `json:"server_cpu_us_per_op,omitempty"`
+	// ServerReadBytes is what the server caused to be read from storage over the window
+	// (read_bytes of /proc/PID/io: direct reads count, page cache hits do not).
+	ServerReadBytes int64    `json:"server_read_bytes"`
+	OtherCPU        float64  `json:"other_server_cpu_pct,omitempty"`
+	ErrorSamples    []string `json:"error_samples,omitempty"`
+	Unsupported     string   `json:"unsupported,omitempty"`
+	Interrupted     bool     `json:"interrupted,omitempty"`
 }
 
 // Failed reports whether any error was counted.
@@ -103,8 +117,8 @@ func runPoint(ctx context.Context, p runParams, ks *Keyspace, chooser keyChooser
 		}()
 	}
 	done := make(chan struct{})
-	cpu := make(chan [2]float64, 1)
-	go func() { cpu <- measureCPU(ctx, base, p.Warmup, p.Duration, p.ServerPID) }()
+	win := make(chan windowUsage, 1)
+	go func() { win <- measureWindow(ctx, base, p.Warmup, p.Duration, p.ServerPID, p.OtherPID) }()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -125,8 +139,12 @@ func runPoint(ctx context.Context, p runParams, ks *Keyspace, chooser keyChooser
 	res.Errors = res.Total.Errors
 	res.Checked, res.Verified = rec.checked, rec.verified
 	res.ErrorSamples, res.Unsupported = rec.samples, rec.unsupport
-	c := <-cpu
-	res.ClientCPU, res.ServerCPU = c[0], c[1]
+	u := <-win
+	res.ClientCPU, res.ServerCPU, res.OtherCPU = u.clientPct, u.serverPct, u.otherPct
+	res.ServerCPUSec, res.ServerReadBytes = u.serverCPU.Seconds(), u.serverRead
+	if res.Total.Count > 0 && u.serverCPU > 0 {
+		res.ServerUsPerOp = float64(u.serverCPU.Nanoseconds()) / 1e3 / float64(res.Total.Count)
+	}
 	return res, nil
 }
 
@@ -176,10 +194,17 @@ func dialAll(ctx context.Context, addr string, n int) ([]net.Conn, error) {
 	return conns, nil
 }
 
-// measureCPU returns the generator's and (with pid) the server's CPU use over the window, in
-// percent of one core, reading both when the window opens and when it closes. It returns zeros
-// when the run is interrupted.
-func measureCPU(ctx context.Context, base time.Time, warmup, window time.Duration, pid int) [2]float64 {
+// windowUsage is what the processes involved used over a run's window.
+type windowUsage struct {
+	clientPct, serverPct, otherPct float64 // percent of one core
+	serverCPU                      time.Duration
+	serverRead                     int64
+}
+
+// measureWindow reads the generator's, the server's (pid) and the idle server's (other) CPU
+// time, and the server's storage reads, when the window opens and when it closes. A pid of 0
+// is not read. It returns zeros when the run is interrupted.
+func measureWindow(ctx context.Context, base time.Time, warmup, window time.Duration, pid, other int) windowUsage {
 	wait := func(d time.Duration) bool {
 		t := time.NewTimer(time.Until(base.Add(d)))
 		defer t.Stop()
@@ -191,19 +216,36 @@ func measureCPU(ctx context.Context, base time.Time, warmup, window time.Duratio
 		}
 	}
 	if !wait(warmup) {
-		return [2]float64{}
+		return windowUsage{}
 	}
-	c0, s0 := selfCPU(), procCPU(pid)
+	readBytes := func() int64 {
+		if pid <= 0 {
+			return -1
+		}
+		r, _, err := procIO(pid)
+		if err != nil {
+			return -1
+		}
+		return r
+	}
+	c0, s0, o0, r0 := selfCPU(), procCPU(pid), procCPU(other), readBytes()
 	if !wait(warmup + window) {
-		return [2]float64{}
+		return windowUsage{}
 	}
-	c1, s1 := selfCPU(), procCPU(pid)
+	c1, s1, o1, r1 := selfCPU(), procCPU(pid), procCPU(other), readBytes()
 	secs := window.Seconds()
-	out := [2]float64{100 * (c1 - c0).Seconds() / secs}
-	if pid > 0 && s0 >= 0 && s1 >= 0 {
-		out[1] = 100 * (s1 - s0).Seconds() / secs
+	u := windowUsage{clientPct: 100 * (c1 - c0).Seconds() / secs}
+	if s0 >= 0 && s1 >= 0 {
+		u.serverCPU = s1 - s0
+		u.serverPct = 100 * u.serverCPU.Seconds() / secs
 	}
-	return out
+	if o0 >= 0 && o1 >= 0 {
+		u.otherPct = 100 * (o1 - o0).Seconds() / secs
+	}
+	if r0 >= 0 && r1 >= 0 {
+		u.serverRead = r1 - r0
+	}
+	return u
 }
 
 // pending is one operation of the batch in flight on a connection.

@@ -31,6 +31,9 @@ type serverProc struct {
 	dir  string
 	log  string // file receiving the server's stdout and stderr
 	port int    // chosen port, when argv has {port}
+	// prefix goes before argv and extra after it at the next start: compare starts lavik-data
+	// through taskset for its pinned cells, and with its value cache for the zipf cells.
+	prefix, extra []string
 	// afterStart, when set, runs right after each start of the process, before the harness waits
 	// for it to be ready (capacity moves it into its memory cgroup here); an error kills it.
 	afterStart func(pid int) error
@@ -69,12 +72,12 @@ func (s *serverProc) commandLine() string {
 }
 
 func (s *serverProc) expand() []string {
-	out := make([]string, len(s.argv))
-	for i, a := range s.argv {
+	out := append([]string(nil), s.prefix...)
+	for _, a := range s.argv {
 		a = strings.ReplaceAll(a, "{port}", strconv.Itoa(s.port))
-		out[i] = strings.ReplaceAll(a, "{dir}", s.dir)
+		out = append(out, strings.ReplaceAll(a, "{dir}", s.dir))
 	}
-	return out
+	return append(out, s.extra...)
 }
 
 func (s *serverProc) pid() int {
