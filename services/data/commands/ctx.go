@@ -126,22 +126,23 @@ func (cl *Client) Info(now time.Time) string {
 
 // ServerStats are the server-level figures INFO reports.
 type ServerStats struct {
-	Started                  time.Time
-	Port                     int
-	ConfigFile               string
-	Executable               string
-	RunID                    string
-	ConnectionsReceived      uint64
-	CommandsProcessed        uint64
-	RejectedConnections      uint64
-	NetInputBytes            uint64
-	NetOutputBytes           uint64
-	OpsPerSec                int64
-	ProtocolErrors           uint64
-	ConnectedClients         int64
-	TotalErrorReplies        uint64
-	UnexpectedErrorReplies   uint64
-	ClientQueryBufLimitKills uint64
+	Started                   time.Time
+	Port                      int
+	ConfigFile                string
+	Executable                string
+	RunID                     string
+	ConnectionsReceived       uint64
+	CommandsProcessed         uint64
+	RejectedConnections       uint64
+	NetInputBytes             uint64
+	NetOutputBytes            uint64
+	OpsPerSec                 int64
+	ProtocolErrors            uint64
+	ConnectedClients          int64
+	TotalErrorReplies         uint64
+	UnexpectedErrorReplies    uint64
+	ClientQueryBufLimitKills  uint64
+	ClientOutputBufLimitKills uint64
 }
 
 // Server is what handlers need from the server that owns the connections.
@@ -181,6 +182,10 @@ type Ctx struct {
 	// durability accounting; InnerErrors counts the error replies of the commands it ran.
 	Writes      bool
 	InnerErrors int
+	// Owed is how many bytes of a value being streamed (writeValue) are still to come: with
+	// the replies not yet written, what the client is owed, which Redis would hold in its
+	// output buffer (client-output-buffer-limit).
+	Owed int64
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.
@@ -207,8 +212,11 @@ var errStopped = errors.New("commands: reply abandoned")
 // and returns the error.
 func writeValue(c *Ctx, v keyspace.Value) error {
 	c.W.BulkStart(v.Len)
+	c.Owed = int64(v.Len)
+	defer func() { c.Owed = 0 }()
 	err := v.Each(func(p []byte) error {
 		c.W.Raw(p)
+		c.Owed -= int64(len(p))
 		if !c.MaybeFlush() {
 			return errStopped
 		}

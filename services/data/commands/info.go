@@ -302,6 +302,7 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "keyspace_misses", ks.Misses)
 	kv(b, "total_error_replies", st.TotalErrorReplies)
 	kv(b, "client_query_buffer_limit_disconnections", st.ClientQueryBufLimitKills)
+	kv(b, "client_output_buffer_limit_disconnections", st.ClientOutputBufLimitKills)
 	kv(b, "lavik_protocol_errors", st.ProtocolErrors)
 	kv(b, "lavik_engine_reads", ks.Engine.Reads)
 	kv(b, "lavik_engine_read_bytes", ks.Engine.Bytes)

@@ -36,6 +36,9 @@ type Param struct {
 	// only value accepted is the fixed one.
 	Fixed bool
 	Check func(v string) (string, error) // returns the normalised value
+	// Merge, when set, combines a checked value with the current one: a setting of several
+	// parts (client-output-buffer-limit) changes only the parts given.
+	Merge func(old, v string) string
 	Doc   string
 }
 
@@ -63,6 +66,9 @@ var Params = []*Param{
 		Doc: "largest bulk string a client may send (and so the largest value); too high lets one client use that much memory"},
 	{Name: "client-query-buffer-limit", Default: "1073741824", Mutable: true, Check: memRange(1<<20, math.MaxInt64),
 		Doc: "most bytes buffered for one incomplete command; a client that exceeds it is disconnected"},
+	{Name: "client-output-buffer-limit", Default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Mutable: true,
+		Check: obufCheck, Merge: obufMerge,
+		Doc: "class hard soft seconds, for one class or more (normal, replica or slave, pubsub): a client of the class whose replies not yet written exceed hard bytes, or soft bytes for seconds on end, is disconnected (0 = no limit). A normal client has at most about 64 KiB of unwritten replies plus the reply in progress: Lavik stops running its commands while the socket is full, where Redis goes on and buffers"},
 	{Name: "timeout", Default: "0", Mutable: true, Check: intRange(0, 1<<31),
 		Doc: "close a client idle for this many seconds (0 = never)"},
 	{Name: "loglevel", Default: "notice", Mutable: true, Check: oneOf("debug", "verbose", "notice", "warning"),
@@ -179,6 +185,9 @@ func (c *Config) SetStartup(name, value string) error {
 		return err
 	}
 	c.mu.Lock()
+	if p.Merge != nil {
+		v = p.Merge(c.values[p.Name], v)
+	}
 	c.values[p.Name] = v
 	c.mu.Unlock()
 	return nil
@@ -203,8 +212,11 @@ func (c *Config) SetRuntime(pairs [][2]string) error {
 		changes = append(changes, change{p.Name, v})
 	}
 	c.mu.Lock()
-	for _, ch := range changes {
-		c.values[ch.name] = ch.value
+	for i, ch := range changes {
+		if p := Lookup(ch.name); p.Merge != nil {
+			changes[i].value = p.Merge(c.values[ch.name], ch.value)
+		}
+		c.values[ch.name] = changes[i].value
 	}
 	c.mu.Unlock()
 	if c.onChange != nil {

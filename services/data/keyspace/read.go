@@ -598,12 +598,32 @@ func (r *Reads) fill() {
 // first), then looks up and starts more. fn gets what ReadMany's does. It reports whether every
 // request is answered.
 func (r *Reads) Step(fn func(i int, v Value, m Meta, ok bool, err error)) bool {
-	for r.delivered < r.prepared {
+	for {
+		r.deliver(fn)
+		prepared := r.prepared
+		r.fill()
+		// Requests looked up now may need no read (a missing key, a value in memory): no
+		// completion will call for another Step, so they are handed on now.
+		if r.prepared == prepared || !r.deliverable() {
+			return r.delivered == len(r.reqs)
+		}
+	}
+}
+
+// deliverable reports whether the next request to hand on is complete.
+func (r *Reads) deliverable() bool {
+	if r.delivered == r.prepared {
+		return false
+	}
+	p := &r.ps[r.delivered]
+	return !(p.ready && p.rd.NeedsIO() && !p.rd.Req().Completed())
+}
+
+// deliver hands on, in order, the answers that are complete.
+func (r *Reads) deliver(fn func(i int, v Value, m Meta, ok bool, err error)) {
+	for r.deliverable() {
 		i := r.delivered
 		p, sn := &r.ps[i], &r.snaps[i]
-		if p.ready && p.rd.NeedsIO() && !p.rd.Req().Completed() {
-			break
-		}
 		switch {
 		case !sn.ok:
 			fn(i, Value{}, Meta{}, false, nil)
@@ -620,6 +640,4 @@ func (r *Reads) Step(fn func(i int, v Value, m Meta, ok bool, err error)) bool {
 		}
 		r.delivered++
 	}
-	r.fill()
-	return r.delivered == len(r.reqs)
 }

@@ -64,6 +64,8 @@ type conn struct {
 	getMark            int
 	getNotes           uint64
 	getStart           time.Time
+	class              int       // client-output-buffer-limit class (config.ClassNormal, ...)
+	softSince          time.Time // since when the unwritten replies exceed the soft limit
 	killed             atomic.Bool
 	fdMu               sync.Mutex // guards fd against a kill from another goroutine after close
 	fdOpen             bool
@@ -143,8 +145,12 @@ func (c *conn) flushLoop() bool {
 	if c.sent == c.w.Len() {
 		c.w.Reset()
 		c.sent = 0
+		c.overOutputLimit(0, time.Time{})
 	} else {
 		c.writable = false // EPOLLOUT says when there is room
+		if c.overOutputLimit(int64(c.w.Len()-c.sent), time.Now()) {
+			return false
+		}
 	}
 	return true
 }
@@ -163,10 +169,17 @@ func (c *conn) writeAll() bool {
 	if c.sent == c.w.Len() {
 		return true
 	}
-	n, err := fdWriteAll(c.fd, c.w.Bytes()[c.sent:])
+	// As Redis counts a reply against the limit when it is made, not when it fails to go out.
+	if c.overOutputLimit(int64(c.w.Len()-c.sent)+c.ctx.Owed, time.Now()) {
+		return false
+	}
+	n, err := fdWriteAll(c.fd, c.w.Bytes()[c.sent:], func(pending int) bool {
+		return c.overOutputLimit(int64(pending)+c.ctx.Owed, time.Now())
+	})
 	c.s.stats.netOut.Add(uint64(n))
 	c.w.Reset()
 	c.sent = 0
+	c.overOutputLimit(0, time.Time{})
 	return err == nil
 }
 
@@ -259,6 +272,30 @@ func (c *conn) flushMid() error {
 }
 
 var errClientGone = errors.New("server: the client is gone")
+
+// overOutputLimit reports whether pending bytes of unwritten replies break the connection's
+// client-output-buffer-limit at now: over the hard limit, or over the soft limit for its
+// seconds on end. A connection that breaks it is to be closed; it is counted and logged here.
+func (c *conn) overOutputLimit(pending int64, now time.Time) bool {
+	c.cl.OutBuf.Store(pending)
+	l := c.s.outLimits.Load()[c.class]
+	over := l.Hard > 0 && pending > l.Hard
+	if l.Soft > 0 && pending > l.Soft {
+		if c.softSince.IsZero() {
+			c.softSince = now
+		} else if now.Sub(c.softSince) >= time.Duration(l.SoftSeconds)*time.Second {
+			over = true
+		}
+	} else {
+		c.softSince = time.Time{}
+	}
+	if over {
+		c.s.stats.obufKills.Add(1)
+		c.s.log.Warn("client closed for overcoming of output buffer limits", "client", c.cl.Addr,
+			"id", c.cl.ID, "pending", pending, "limit", c.s.cfg.Get("client-output-buffer-limit"))
+	}
+	return over
+}
 
 // replaceSpans rewrites the pending output with the durability error in place of every reply
 // that depended on the failed wait.

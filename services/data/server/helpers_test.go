@@ -28,10 +28,11 @@ var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 // testServer is a real Server over a real Keyspace on its own file system, listening on an
 // ephemeral port of 127.0.0.1.
 type testServer struct {
-	srv  *server.Server
-	ks   *keyspace.Keyspace
-	cfg  *config.Config
-	addr string
+	srv    *server.Server
+	ks     *keyspace.Keyspace
+	cfg    *config.Config
+	engine vlog.Engine
+	addr   string
 	// served is closed when Serve has returned serveErr.
 	served   chan struct{}
 	serveErr error
@@ -45,9 +46,45 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 	if fs == nil {
 		fs = vfs.NewMem()
 	}
+	// pread reads through File.ReadAt, so it works on the in-memory and error-injecting file
+	// systems; io_uring would need a real descriptor.
+	engine, err := vlog.NewEngine("pread", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServerOn(t, fs, "/data", engine, settings...)
+}
+
+// startDiskServer is startServer on the real file system: the keyspace lives in a temporary
+// directory and reads through io_uring, so that each event loop answers GETs on its own ring
+// (the path the in-memory servers never take: they read through pread). inj, when not nil,
+// injects errors or holds syncs (see syncGate). The test is skipped where the kernel refuses
+// io_uring.
+func startDiskServer(t *testing.T, inj vfs.Injector, settings ...string) *testServer {
+	t.Helper()
+	var fs vfs.FS = vfs.Default
+	if inj != nil {
+		fs = vfs.NewErrorFS(fs, inj)
+	}
+	return startDiskServerOn(t, fs, settings...)
+}
+
+// startDiskServerOn is startDiskServer on fs, a file system over the real one.
+func startDiskServerOn(t *testing.T, fs vfs.FS, settings ...string) *testServer {
+	t.Helper()
+	engine, err := vlog.NewEngine("uring", 128)
+	if err != nil {
+		t.Skipf("the kernel refuses io_uring, which this test is about: %v", err)
+	}
+	return startServerOn(t, fs, t.TempDir(), engine, settings...)
+}
+
+func startServerOn(t *testing.T, fs vfs.FS, dir string, engine vlog.Engine, settings ...string) *testServer {
+	t.Helper()
 	cfg := config.New()
 	set := func(name, value string) {
 		if err := cfg.SetStartup(name, value); err != nil {
+			engine.Close()
 			t.Fatalf("config %s %s: %v", name, value, err)
 		}
 	}
@@ -55,6 +92,7 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 	set("port", "0")
 	set("appendfsync", "always")
 	if len(settings)%2 != 0 {
+		engine.Close()
 		t.Fatalf("settings %q are not name, value pairs", settings)
 	}
 	for i := 0; i < len(settings); i += 2 {
@@ -62,17 +100,12 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 	}
 	fsync, err := vlog.ParseFsync(cfg.Get("appendfsync"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	// pread reads through File.ReadAt, so it works on the in-memory and error-injecting file
-	// systems; io_uring would need a real descriptor.
-	engine, err := vlog.NewEngine("pread", 16)
-	if err != nil {
+		engine.Close()
 		t.Fatal(err)
 	}
 	ks, err := keyspace.Open(keyspace.Options{
 		FS:                 fs,
-		Dir:                "/data",
+		Dir:                dir,
 		Shards:             2,
 		SegmentSize:        1 << 20,
 		Engine:             engine,
@@ -92,7 +125,7 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 		engine.Close()
 		t.Fatal(err)
 	}
-	ts := &testServer{srv: srv, ks: ks, cfg: cfg, addr: srv.Addr().String(), served: make(chan struct{})}
+	ts := &testServer{srv: srv, ks: ks, cfg: cfg, engine: engine, addr: srv.Addr().String(), served: make(chan struct{})}
 	go func() {
 		ts.serveErr = srv.Serve()
 		close(ts.served)
@@ -108,6 +141,12 @@ func startServer(t *testing.T, fs vfs.FS, settings ...string) *testServer {
 		engine.Close()
 	})
 	return ts
+}
+
+// ringReads is how many reads the event loops' rings have completed: those the keyspace counts
+// beyond its own engine's.
+func (ts *testServer) ringReads() uint64 {
+	return ts.ks.Stats(nil).Engine.Reads - ts.engine.Stats().Reads
 }
 
 // client talks raw RESP to a test server.

@@ -124,10 +124,9 @@ func (lp *loop) stop() {
 	unix.Write(lp.wakefd, one[:])
 }
 
-// run is the loop's goroutine. It makes only non-blocking system calls: when there is nothing
-// to do it waits for the epoll descriptor to become readable through Go's network poller, as
-// any goroutine waits for a socket, so that a loop with nothing to do holds no thread and the
-// runtime's threads are not handed back and forth around blocking epoll_waits.
+// run is the loop's goroutine. Its system calls do not block, except epoll_wait when it has
+// nothing to do: then its thread sleeps in the kernel, and the P startLoops added lets the
+// rest of the process run meanwhile.
 func (lp *loop) run() {
 	defer close(lp.done)
 	defer func() {
@@ -231,6 +230,10 @@ func (lp *loop) drainInbox() {
 			lp.queue(c)
 		case msgReattach:
 			c.detached = false
+			if c.broken {
+				lp.closeConn(c) // nothing more may be sent
+				continue
+			}
 			// Events that came while the command ran were not acted on.
 			c.readable, c.writable = true, true
 			lp.queue(c)
@@ -579,6 +582,12 @@ func (lp *loop) finish(c *conn) {
 		return
 	}
 	if c.ctx.Sess.Syncs() {
+		if c.waiting {
+			// Its GETs in flight look keys up through its session and note their spans: the
+			// wait starts once they are answered (resumeAfterGets), so that the goroutine of
+			// syncRound is the only one touching them.
+			return
+		}
 		c.syncing = true
 		lp.syncs = append(lp.syncs, c)
 		return
@@ -637,17 +646,29 @@ func (lp *loop) closeConn(c *conn) {
 
 // sweepIdle closes the connections idle for longer than the timeout setting.
 func (lp *loop) sweepIdle(now time.Time) {
+	for _, c := range lp.conns {
+		// A client that reads nothing gives the loop no event: its soft limit's time runs out
+		// here.
+		if !c.detached && !c.syncing && c.sent < c.w.Len() && c.overOutputLimit(int64(c.w.Len()-c.sent), now) {
+			lp.closeConn(c)
+		}
+	}
 	t := lp.s.cfg.Int("timeout")
 	if t <= 0 {
 		return
 	}
 	limit := now.UnixMilli() - t*1000
 	for _, c := range lp.conns {
-		if !c.detached && !c.waiting && c.cl.LastActive.Load() < limit && c.cl.Multi == nil {
+		// As Redis's clientsCronHandleTimeout, which spares replicas, blocked and Pub/Sub
+		// clients, but not one inside MULTI: a connection with a command under way (its GETs,
+		// a detached command, a durability wait) is not idle either.
+		if !c.detached && !c.waiting && !c.syncing && c.cl.LastActive.Load() < limit {
 			lp.closeConn(c)
 		}
 	}
 }
+
+var errOutputLimit = errors.New("server: client-output-buffer-limit reached")
 
 // fdWrite writes b to a non-blocking socket, as much as it takes now.
 func fdWrite(fd int, b []byte) (int, error) {
@@ -662,8 +683,10 @@ func fdWrite(fd int, b []byte) (int, error) {
 }
 
 // fdWriteAll writes all of b, waiting for room when the socket is full: the writes of a
-// detached command's goroutine, which may wait for the client.
-func fdWriteAll(fd int, b []byte) (int, error) {
+// detached command's goroutine, which may wait for the client. While it waits, over is asked
+// about the bytes not written yet (at once, then every second); when it says so, the write
+// gives up with errOutputLimit.
+func fdWriteAll(fd int, b []byte, over func(pending int) bool) (int, error) {
 	done := 0
 	for done < len(b) {
 		n, err := unix.Write(fd, b[done:])
@@ -672,8 +695,11 @@ func fdWriteAll(fd int, b []byte) (int, error) {
 		}
 		switch {
 		case err == unix.EAGAIN:
+			if over(len(b) - done) {
+				return done, errOutputLimit
+			}
 			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-			if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+			if _, err := unix.Poll(pfd, 1000); err != nil && err != unix.EINTR {
 				return done, err
 			}
 			if pfd[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {

@@ -45,6 +45,15 @@ type Server struct {
 	configFile string
 
 	limits atomic.Pointer[resp.Limits]
+	// outLimits is client-output-buffer-limit, by client class.
+	outLimits atomic.Pointer[[3]config.OutputLimit]
+
+	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
+	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
+	loopsMu      sync.Mutex
+	loops        []*loop
+	procsHeld    bool
+	loopsStopped bool
 	// authRequired mirrors requirepass != "", asked before every command.
 	authRequired atomic.Bool
 
@@ -53,15 +62,14 @@ type Server struct {
 	conns   map[int64]*conn
 	nextID  atomic.Int64
 	wg      sync.WaitGroup
-	loops   []*loop
 
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
 	closed       atomic.Bool
 
 	stats struct {
-		conns, cmds, rejected, netIn, netOut, protoErrs, errReplies, qbufKills atomic.Uint64
-		opsPerSec                                                              atomic.Int64
+		conns, cmds, rejected, netIn, netOut, protoErrs, errReplies, qbufKills, obufKills atomic.Uint64
+		opsPerSec                                                                         atomic.Int64
 	}
 }
 
@@ -92,6 +100,8 @@ func (s *Server) updateLimits() {
 		MaxMultibulkLen: resp.DefaultMaxMultibulkLen,
 		MaxQueryBuffer:  s.cfg.Int("client-query-buffer-limit"),
 	})
+	ol := s.cfg.OutputLimits()
+	s.outLimits.Store(&ol)
 }
 
 // Redis's limits for a client that has not authenticated yet, so that an unauthenticated
@@ -101,7 +111,7 @@ var unauthLimits = resp.Limits{MaxMultibulkLen: 10, MaxBulkLen: 16384, MaxQueryB
 // ConfigChanged applies a run-time configuration change.
 func (s *Server) ConfigChanged(name, value string) {
 	switch name {
-	case "proto-max-bulk-len", "client-query-buffer-limit":
+	case "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit":
 		s.updateLimits()
 	case "requirepass":
 		s.authRequired.Store(value != "")
@@ -192,9 +202,24 @@ func (s *Server) Serve() error {
 // (the value log's syncs, the collector, the io_uring reaper): a loop waits in epoll_wait in a
 // system call, and a P left to the others lets it come back to its own at once, instead of
 // handing it round threads at every wait.
+//
+// Servers in one process (tests start many) share that P: the first raises GOMAXPROCS, the
+// last to close lowers it back, and each runs as many loops as the first.
 func (s *Server) startLoops() error {
-	n := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(n + 1)
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	if s.loopsStopped {
+		return errors.New("server: closed")
+	}
+	procs.Lock()
+	if procs.servers == 0 {
+		procs.loops = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(procs.loops + 1)
+	}
+	procs.servers++
+	n := procs.loops
+	procs.Unlock()
+	s.procsHeld = true
 	for i := 0; i < n; i++ {
 		lp, err := newLoop(s, i)
 		if err != nil {
@@ -204,6 +229,25 @@ func (s *Server) startLoops() error {
 		go lp.run()
 	}
 	return nil
+}
+
+// procs counts the servers of the process that hold the P startLoops adds.
+var procs struct {
+	sync.Mutex
+	servers, loops int
+}
+
+// releaseProcs gives back the P of startLoops once no server holds it.
+func (s *Server) releaseProcs() {
+	if !s.procsHeld {
+		return
+	}
+	s.procsHeld = false
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.servers--; procs.servers == 0 {
+		runtime.GOMAXPROCS(procs.loops)
+	}
 }
 
 // takeFd returns a descriptor of nc's socket that the server owns (a duplicate: closing nc
@@ -299,9 +343,15 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	for _, lp := range s.loops {
-		lp.stop()
-		<-lp.done
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	if !s.loopsStopped {
+		s.loopsStopped = true
+		for _, lp := range s.loops {
+			lp.stop()
+			<-lp.done
+		}
+		s.releaseProcs()
 	}
 }
 
@@ -341,6 +391,7 @@ func (s *Server) Stats() commands.ServerStats {
 		NetOutputBytes: s.stats.netOut.Load(), OpsPerSec: s.stats.opsPerSec.Load(),
 		ProtocolErrors: s.stats.protoErrs.Load(), ConnectedClients: int64(n),
 		TotalErrorReplies: s.stats.errReplies.Load(), ClientQueryBufLimitKills: s.stats.qbufKills.Load(),
+		ClientOutputBufLimitKills: s.stats.obufKills.Load(),
 	}
 }
 
@@ -354,4 +405,5 @@ func (s *Server) ResetStats() {
 	s.stats.protoErrs.Store(0)
 	s.stats.errReplies.Store(0)
 	s.stats.qbufKills.Store(0)
+	s.stats.obufKills.Store(0)
 }
