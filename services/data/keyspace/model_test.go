@@ -12,30 +12,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/lavikdb/lavik/pkg/testseed"
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
-// testSeed is the seed of a randomized test: LAVIK_KEYSPACE_SEED when set, else a fresh one.
-// It is printed when the test fails.
+// testSeed is the seed of a randomized test (testseed.Seed): LAVIK_KEYSPACE_SEED replays one.
 func testSeed(t testing.TB) uint64 {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LAVIK_KEYSPACE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("LAVIK_KEYSPACE_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("seed %d; rerun with LAVIK_KEYSPACE_SEED=%d", seed, seed)
-		}
-	})
-	return seed
+	return testseed.Seed(t, "LAVIK_KEYSPACE_SEED")
 }
 
 // scaledOps is the number of operations a randomized test runs: def, or LAVIK_KEYSPACE_OPS

@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,26 +13,13 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/pkg/testseed"
 )
 
-// testSeed is the seed of a randomized test: LAVIK_SERVER_SEED when set, else a fresh one. It is
-// printed when the test fails.
+// testSeed is the seed of a randomized test (testseed.Seed): LAVIK_SERVER_SEED replays one.
 func testSeed(t *testing.T) uint64 {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LAVIK_SERVER_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("LAVIK_SERVER_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("seed %d; rerun with LAVIK_SERVER_SEED=%d", seed, seed)
-		}
-	})
-	return seed
+	return testseed.Seed(t, "LAVIK_SERVER_SEED")
 }
 
 // sig renders a reply for comparison and failure messages: like show, but a long bulk string
