@@ -20,9 +20,8 @@ import (
 // its Read reads synchronously, for callers that cannot wait for the loop.
 type Ring struct {
 	uringRings
-	efd       int
-	fixed     []byte
-	fixedFree chan int
+	efd int
+	fixedBuffers
 	// slots holds the request of each SQE in flight, by user_data; free lists the others.
 	slots    []*ReadReq
 	free     []uint32
@@ -185,26 +184,6 @@ func (r *Ring) Wait() {
 			return
 		}
 	}
-}
-
-// Buffer and ReleaseBuffer lend the ring's registered buffers (see Engine).
-func (r *Ring) Buffer(n int) ([]byte, int) {
-	if r.fixed != nil && n <= fixedSlotSize {
-		select {
-		case i := <-r.fixedFree:
-			return r.fixed[i*fixedSlotSize : i*fixedSlotSize+n : (i+1)*fixedSlotSize], i + 1
-		default:
-		}
-	}
-	return getAligned(n), 0
-}
-
-func (r *Ring) ReleaseBuffer(b []byte, fixed int) {
-	if fixed > 0 {
-		r.fixedFree <- fixed - 1
-		return
-	}
-	putAligned(b)
 }
 
 // Read reads reqs synchronously: Start, Submit, and Wait and Poll until they complete. It is

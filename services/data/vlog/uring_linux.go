@@ -192,8 +192,7 @@ type uringEngine struct {
 	// completes SQEs the kernel refused, and the submitter doing that re-checks queued itself.
 	inflight int
 
-	fixed     []byte // registered buffers, fixedSlots x fixedSlotSize, off the Go heap
-	fixedFree chan int
+	fixedBuffers
 
 	stats engineCounters
 }
@@ -296,12 +295,21 @@ func (u *uringRings) registerBuffers() ([]byte, chan int) {
 
 func (e *uringEngine) Name() string { return "io_uring" }
 
-// Buffer hands out a registered buffer when one is free and large enough.
-func (e *uringEngine) Buffer(n int) ([]byte, int) {
-	if e.fixed != nil && n <= fixedSlotSize {
+// fixedBuffers are a ring's registered buffers, fixedSlots x fixedSlotSize, off the Go heap
+// (nil when registering failed), and the free slots. Buffer and ReleaseBuffer lend them (see
+// Engine).
+type fixedBuffers struct {
+	fixed     []byte
+	fixedFree chan int
+}
+
+// Buffer hands out a registered buffer when one is free and large enough, else an aligned one
+// from the pool; its second result is the slot plus one, or 0.
+func (f *fixedBuffers) Buffer(n int) ([]byte, int) {
+	if f.fixed != nil && n <= fixedSlotSize {
 		select {
-		case i := <-e.fixedFree:
-			return e.fixed[i*fixedSlotSize : i*fixedSlotSize+n : (i+1)*fixedSlotSize], i + 1
+		case i := <-f.fixedFree:
+			return f.fixed[i*fixedSlotSize : i*fixedSlotSize+n : (i+1)*fixedSlotSize], i + 1
 		default:
 		}
 	}
@@ -309,9 +317,9 @@ func (e *uringEngine) Buffer(n int) ([]byte, int) {
 }
 
 // ReleaseBuffer returns a buffer from Buffer.
-func (e *uringEngine) ReleaseBuffer(b []byte, fixed int) {
+func (f *fixedBuffers) ReleaseBuffer(b []byte, fixed int) {
 	if fixed > 0 {
-		e.fixedFree <- fixed - 1
+		f.fixedFree <- fixed - 1
 		return
 	}
 	putAligned(b)
