@@ -155,6 +155,8 @@ type Log struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
+	// removals counts dropped segments' files being removed on goroutines (segment.releaseRead).
+	removals sync.WaitGroup
 	// exactAcct: the segments' accounting is exact (SetLive), for the invariants build.
 	exactAcct bool
 	// stable is the LSN below which every record is synced and belongs to no transaction with
@@ -1028,6 +1030,7 @@ func (l *Log) Close() error {
 	l.cond.Broadcast()
 	defer l.mu.Unlock()
 	l.closeAll()
+	l.removals.Wait()
 	if l.opts.Cache != nil {
 		// Nothing can ask for this log's records any more; let the hand discard them.
 		l.opts.Cache.dropBefore(l.cacheID, math.MaxUint32)

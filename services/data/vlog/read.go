@@ -78,7 +78,7 @@ func (l *Log) prepareReadOn(r *Read, loc Loc, n int, fill bool, eng Engine) erro
 	if c := l.opts.Cache; c != nil {
 		k := cacheKey{log: l.cacheID, seg: loc.Seg, off: loc.Off}
 		if b, ok := c.get(k, n); ok {
-			seg.release()
+			seg.releaseRead()
 			r.mem, r.Data = b, b
 			return nil
 		}
@@ -146,7 +146,7 @@ func (r *Read) Finish() {
 	if r.seg == nil || r.Data != nil || r.Err != nil {
 		return
 	}
-	r.seg.release()
+	r.seg.releaseRead()
 	r.seg = nil
 	switch {
 	case r.req.Err != nil && r.req.Done < r.skip+r.n:
@@ -164,7 +164,7 @@ func (r *Read) Finish() {
 // Release returns the read's buffers; Data must not be used afterwards.
 func (r *Read) Release() {
 	if r.seg != nil {
-		r.seg.release()
+		r.seg.releaseRead()
 		r.seg = nil
 	}
 	if r.buf != nil {

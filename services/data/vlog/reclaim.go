@@ -304,6 +304,7 @@ func (l *Log) dropLocked(s *segment) *segment {
 	size := l.segSizeLocked(s)
 	delete(l.segs, s.id)
 	s.remove = true
+	s.removals = &l.removals
 	l.rc.mu.Lock()
 	if l.rc.pending == nil {
 		l.rc.pending = map[uint32]int64{}

@@ -291,6 +291,9 @@ func TestDropSegmentWaitsForReaders(t *testing.T) {
 		t.Fatalf("read of a dropped segment: %v", err)
 	}
 	r.Release()
+	// A read's release leaves the removal to a goroutine (the request path does not unlink
+	// and sync the directory).
+	l.removals.Wait()
 	if exists(path1) || !exists(path2) {
 		t.Fatal("the last reader's release did not remove the file, or removed the pinned one")
 	}

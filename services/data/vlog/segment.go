@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
@@ -125,6 +126,9 @@ type segment struct {
 	// gone, when set, is called once the dropped segment's file is removed and the removal
 	// is durable (reclaim.go); unlist, when its last reference goes, before the file does.
 	gone, unlist func()
+	// removals, set when dropped, counts removals in flight on goroutines (releaseRead), which
+	// the log's Close waits for.
+	removals *sync.WaitGroup
 }
 
 func (s *segment) acquire() { s.refs.Add(1) }
@@ -144,18 +148,46 @@ func (s *segment) tryAcquire() bool {
 
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
-		if s.unlist != nil {
-			s.unlist()
-		}
-		s.rf.Close()
-		if s.remove {
-			// Removal only reclaims space (whatever dropped the segment made it irrelevant
-			// first), so failures are not fatal; the directory sync keeps a crash from
-			// bringing the file back to be replayed again.
-			if s.fs.Remove(s.path) == nil && s.fs.SyncDir(filepath.Dir(s.path)) == nil && s.gone != nil {
-				s.gone()
-			}
-		}
+		s.retire(false)
+	}
+}
+
+// releaseRead is release for a read on the request path: should it be the last reference of a
+// dropped segment, the file's removal (an unlink and a directory sync, milliseconds on a busy
+// disk) goes to a goroutine, not the event loop that finished the read.
+func (s *segment) releaseRead() {
+	if s.refs.Add(-1) == 0 {
+		s.retire(true)
+	}
+}
+
+// retire closes the segment once its last reference is gone and removes its file if it was
+// dropped, on a goroutine of its own when async.
+func (s *segment) retire(async bool) {
+	if s.unlist != nil {
+		s.unlist()
+	}
+	s.rf.Close()
+	if !s.remove {
+		return
+	}
+	if async && s.removals != nil {
+		s.removals.Add(1)
+		go func() {
+			defer s.removals.Done()
+			s.removeFile()
+		}()
+		return
+	}
+	s.removeFile()
+}
+
+// removeFile removes a dropped segment's file. Removal only reclaims space (whatever dropped
+// the segment made it irrelevant first), so failures are not fatal; the directory sync keeps a
+// crash from bringing the file back to be replayed again.
+func (s *segment) removeFile() {
+	if s.fs.Remove(s.path) == nil && s.fs.SyncDir(filepath.Dir(s.path)) == nil && s.gone != nil {
+		s.gone()
 	}
 }
 
