@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,18 +90,11 @@ func (r *Ring) StartOne(q *ReadReq) {
 			r.early = append(r.early, slot)
 			return
 		}
-		tail := atomic.LoadUint32(r.sqTail)
-		s := &r.sqes[tail&*r.sqMask]
-		*s = sqe{off: uint64(q.Off), len: uint32(q.N), userData: uint64(slot), opcode: ioringOpRead, fd: int32(fd)}
-		if q.N > 0 {
-			s.addr = uint64(uintptr(unsafe.Pointer(&q.Buf[0])))
-		}
-		if q.Fixed > 0 && r.fixed != nil {
-			s.opcode = ioringOpReadFixed
-			s.bufIndex = uint16(q.Fixed - 1)
+		fixed := q.Fixed > 0 && r.fixed != nil
+		r.pushRead(slot, q, int32(fd), fixed)
+		if fixed {
 			r.stats.fixedReads.Add(1)
 		}
-		atomic.StoreUint32(r.sqTail, tail+1)
 		r.queued++
 	}
 }

@@ -394,20 +394,28 @@ const piggybackMin = 4
 
 // prepLocked fills the next SQE for r and publishes it.
 func (e *uringEngine) prepLocked(slot uint32, r *ReadReq) {
-	tail := atomic.LoadUint32(e.sqTail)
-	s := &e.sqes[tail&*e.sqMask]
-	*s = sqe{off: uint64(r.Off), len: uint32(r.N), userData: uint64(slot), opcode: ioringOpRead}
-	s.fd = int32(r.fd)
-	if r.N > 0 {
-		s.addr = uint64(uintptr(unsafe.Pointer(&r.Buf[0])))
-	}
-	if r.Fixed > 0 && e.fixed != nil {
-		s.opcode = ioringOpReadFixed
-		s.bufIndex = uint16(r.Fixed - 1)
+	fixed := r.Fixed > 0 && e.fixed != nil
+	e.pushRead(slot, r, int32(r.fd), fixed)
+	if fixed {
 		e.stats.fixedReads.Add(1)
 	}
-	atomic.StoreUint32(e.sqTail, tail+1)
 	e.queued++
+}
+
+// pushRead writes the SQE of read q (on fd, its user_data slot) at the SQ tail and publishes
+// it; with fixed it reads into registered buffer q.Fixed-1. The caller owns the SQ tail.
+func (u *uringRings) pushRead(slot uint32, q *ReadReq, fd int32, fixed bool) {
+	tail := atomic.LoadUint32(u.sqTail)
+	s := &u.sqes[tail&*u.sqMask]
+	*s = sqe{off: uint64(q.Off), len: uint32(q.N), userData: uint64(slot), opcode: ioringOpRead, fd: fd}
+	if q.N > 0 {
+		s.addr = uint64(uintptr(unsafe.Pointer(&q.Buf[0])))
+	}
+	if fixed {
+		s.opcode = ioringOpReadFixed
+		s.bufIndex = uint16(q.Fixed - 1)
+	}
+	atomic.StoreUint32(u.sqTail, tail+1)
 }
 
 // submit passes every queued SQE to the kernel; a goroutine that finds another already in
