@@ -155,6 +155,25 @@ var tblSamples = []tblSample{
 	{name: "decrby", setup: tblSetK("10"), args: []string{"DECRBY", "k", "5"}, keys: tblK, changes: tblK, want: 5},
 	{name: "incrbyfloat", setup: tblSetK("10"), args: []string{"INCRBYFLOAT", "k", "1.5"}, keys: tblK, changes: tblK, want: "11.5"},
 
+	// hash
+	{name: "hset", setup: tblHashK, args: []string{"HSET", "k", "a", "9", "c", "3"}, keys: tblK, changes: tblK, want: 1},
+	{name: "hmset", setup: tblHashK, args: []string{"HMSET", "k", "a", "9"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "hsetnx", setup: tblHashK, args: []string{"HSETNX", "k", "c", "3"}, keys: tblK, changes: tblK, want: 1},
+	{name: "hget", setup: tblHashK, args: []string{"HGET", "k", "a"}, keys: tblK, want: "1"},
+	{name: "hmget", setup: tblHashK, args: []string{"HMGET", "k", "a", "x"}, keys: tblK, want: []any{"1", nil}},
+	{name: "hdel", setup: tblHashK, args: []string{"HDEL", "k", "a", "x"}, keys: tblK, changes: tblK, want: 1},
+	{name: "hlen", setup: tblHashK, args: []string{"HLEN", "k"}, keys: tblK, want: 2},
+	{name: "hstrlen", setup: tblHashK, args: []string{"HSTRLEN", "k", "b"}, keys: tblK, want: 1},
+	{name: "hexists", setup: tblHashK, args: []string{"HEXISTS", "k", "b"}, keys: tblK, want: 1},
+	{name: "hkeys", setup: tblHashK, args: []string{"HKEYS", "k"}, keys: tblK, want: []any{"a", "b"}},
+	{name: "hvals", setup: tblHashK, args: []string{"HVALS", "k"}, keys: tblK, want: []any{"1", "2"}},
+	{name: "hgetall", setup: tblHashK, args: []string{"HGETALL", "k"}, keys: tblK, want: []any{"a", "1", "b", "2"}},
+	{name: "hincrby", setup: tblHashK, args: []string{"HINCRBY", "k", "a", "5"}, keys: tblK, changes: tblK, want: 6},
+	{name: "hincrbyfloat", setup: tblHashK, args: []string{"HINCRBYFLOAT", "k", "a", "0.5"}, keys: tblK, changes: tblK, want: "1.5"},
+	{name: "hrandfield", setup: tblHashK, args: []string{"HRANDFIELD", "k", "-3"}, keys: tblK, want: tblArrayLen(3)},
+	{name: "hscan", setup: tblHashK, args: []string{"HSCAN", "k", "0"}, keys: tblK, want: []any{"0", []any{"a", "1", "b", "2"}}},
+	{name: "lavik.hreplace", setup: tblHashK, args: []string{"LAVIK.HREPLACE", "k", "z", "26"}, keys: tblK, changes: tblK, want: 1},
+
 	// generic
 	{name: "del", setup: tblSetABC, args: []string{"DEL", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
 	{name: "unlink", setup: tblSetABC, args: []string{"UNLINK", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
@@ -196,6 +215,9 @@ var (
 )
 
 func tblSetK(v string) [][]string { return [][]string{{"SET", "k", v}} }
+
+// tblHashK makes k a hash of a=1, b=2.
+var tblHashK = [][]string{{"HSET", "k", "a", "1", "b", "2"}}
 
 func TestCommandTable(t *testing.T) {
 	s := harness.Start(t)
@@ -629,7 +651,7 @@ func tblSnapshot(t testing.TB, c *tblConn) map[string]string {
 				if db == 1 {
 					name = "1:" + key
 				}
-				out[name] = tblShow(c.do("GET", key)) + " expires " + tblShow(c.do("PEXPIRETIME", key))
+				out[name] = tblValue(c, key) + " expires " + tblShow(c.do("PEXPIRETIME", key))
 			}
 			cursor, _ = r[0].(string)
 			if cursor == "0" || cursor == "" {
@@ -639,6 +661,32 @@ func tblSnapshot(t testing.TB, c *tblConn) map[string]string {
 	}
 	tblMustOK(t, c, "SELECT", "0")
 	return out
+}
+
+// tblValue shows key's value whatever its type: the fields of a hash and the members of a set
+// sorted, so that two snapshots of the same value compare equal.
+func tblValue(c *tblConn, key string) string {
+	typ := tblShow(c.do("TYPE", key))
+	var items []any
+	switch {
+	case strings.Contains(typ, "hash"):
+		items, _ = c.do("HGETALL", key).([]any)
+		pairs := make([]string, 0, len(items)/2)
+		for i := 0; i+1 < len(items); i += 2 {
+			pairs = append(pairs, tblShow(items[i])+"="+tblShow(items[i+1]))
+		}
+		sort.Strings(pairs)
+		return typ + " " + strings.Join(pairs, ",")
+	case strings.Contains(typ, "set"):
+		items, _ = c.do("SMEMBERS", key).([]any)
+		members := make([]string, 0, len(items))
+		for _, m := range items {
+			members = append(members, tblShow(m))
+		}
+		sort.Strings(members)
+		return typ + " " + strings.Join(members, ",")
+	}
+	return tblShow(c.do("GET", key))
 }
 
 // tblDiff returns, sorted, the keys that differ between two snapshots.
@@ -990,4 +1038,14 @@ func tblReadReply(br *bufio.Reader) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unexpected reply %q", line)
+}
+
+// tblArrayLen wants an array of n elements.
+func tblArrayLen(n int) tblCheck {
+	return func(v any) string {
+		if a, ok := v.([]any); !ok || len(a) != n {
+			return fmt.Sprintf("want an array of %d elements", n)
+		}
+		return ""
+	}
 }

@@ -363,22 +363,24 @@ type scanArgs struct {
 	hasTyp bool
 }
 
-func parseScanArgs(c *Ctx) (scanArgs, error) {
+// parseScanArgs parses a cursor and the options after it (args[0] is the cursor): MATCH and
+// COUNT, and TYPE where withType (SCAN; not HSCAN and the like).
+func parseScanArgs(args [][]byte, withType bool) (scanArgs, error) {
 	a := scanArgs{count: 10}
-	cur, ok := parseCursor(c.Args[1])
+	cur, ok := parseCursor(args[0])
 	if !ok {
 		return a, ErrInvalidCursor
 	}
 	a.cursor = cur
-	for i := 2; i < len(c.Args); i += 2 {
-		if i+1 >= len(c.Args) {
+	for i := 1; i < len(args); i += 2 {
+		if i+1 >= len(args) {
 			return a, ErrSyntax
 		}
-		v := c.Args[i+1]
+		v := args[i+1]
 		switch {
-		case is(c.Args[i], "MATCH"):
+		case is(args[i], "MATCH"):
 			a.match = v
-		case is(c.Args[i], "COUNT"):
+		case is(args[i], "COUNT"):
 			n, err := intArg(v)
 			if err != nil {
 				return a, err
@@ -387,7 +389,7 @@ func parseScanArgs(c *Ctx) (scanArgs, error) {
 				return a, ErrSyntax
 			}
 			a.count = int(min(n, 1<<20))
-		case is(c.Args[i], "TYPE"):
+		case withType && is(args[i], "TYPE"):
 			a.typ, a.hasTyp = string(v), true
 		default:
 			return a, ErrSyntax
@@ -430,7 +432,7 @@ func parseCursor(b []byte) (uint64, bool) {
 }
 
 func scanCmd(c *Ctx) {
-	a, err := parseScanArgs(c)
+	a, err := parseScanArgs(c.Args[1:], true)
 	if err != nil {
 		c.Err(err)
 		return
@@ -486,20 +488,32 @@ func randomkeyCmd(c *Ctx) {
 }
 
 func objectEncodingCmd(c *Ctx) {
-	// A value written by an in-place edit, or longer than any short encoding, is "raw" by
+	// A string written by an in-place edit, or longer than any short encoding, is "raw" by
 	// its metadata alone: a large value is not read.
-	if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[2]); ok && (m.Raw || m.Len > 44) {
+	if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[2]); ok && m.Type == typeString && (m.Raw || m.Len > 44) {
 		c.W.BulkString("raw")
 		return
 	}
 	var enc string
 	found, err := c.KS.Get(c.Sess, c.DB(), c.Args[2], func(v keyspace.Value, m keyspace.Meta) error {
 		val, err := v.Bytes()
-		enc = stringEncoding(val)
-		if m.Raw {
-			enc = "raw"
+		if err != nil {
+			return err
 		}
-		return err
+		switch m.Type {
+		case typeHash:
+			h, err := decodeHash(val)
+			if err != nil {
+				return err
+			}
+			enc = h.encoding()
+		default:
+			enc = stringEncoding(val)
+			if m.Raw {
+				enc = "raw"
+			}
+		}
+		return nil
 	})
 	switch {
 	case err != nil:

@@ -20,6 +20,9 @@ import (
 // Value types stored in the index and in records.
 const (
 	TypeString uint8 = 0
+	// TypeHash is a hash: today one record holding every field (package commands encodes
+	// it); the grouped layout for large hashes builds on the same type.
+	TypeHash uint8 = 4
 )
 
 // RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
@@ -28,13 +31,15 @@ const RawHint uint8 = 0x10
 
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
-func knownType(t uint8) bool { return t == TypeString }
+func knownType(t uint8) bool { return t == TypeString || t == TypeHash }
 
 // TypeName is the name TYPE reports for a value type.
 func TypeName(t uint8) string {
 	switch t {
 	case TypeString:
 		return "string"
+	case TypeHash:
+		return "hash"
 	}
 	return "none"
 }

@@ -1,0 +1,469 @@
+package commands
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+const typeHash = keyspace.TypeHash
+
+func init() {
+	hash := func(name string, arity int, flags Flag, since, complexity, summary string, h func(*Ctx)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "hash", Since: since, Complexity: complexity, Summary: summary, Handler: h}
+	}
+	w, r := FlagWrite|FlagDenyOOM|FlagFast, FlagReadonly|FlagFast
+	register(
+		hash("hset", -4, w, "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Creates or modifies the value of a field in a hash.", hsetCmd),
+		hash("hmset", -4, w, "2.0.0", "O(N) where N is the number of fields being set.", "Sets the values of multiple fields.", hmsetCmd),
+		hash("hsetnx", 4, w, "2.0.0", "O(1)", "Sets the value of a field in a hash only when the field doesn't exist.", hsetnxCmd),
+		hash("hget", 3, r, "2.0.0", "O(1)", "Returns the value of a field in a hash.", hgetCmd),
+		hash("hmget", -3, r, "2.0.0", "O(N) where N is the number of fields being requested.", "Returns the values of all fields in a hash.", hmgetCmd),
+		hash("hdel", -3, FlagWrite|FlagFast, "2.0.0", "O(N) where N is the number of fields to be removed.", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", hdelCmd),
+		hash("hlen", 2, r, "2.0.0", "O(1)", "Returns the number of fields in a hash.", hlenCmd),
+		hash("hstrlen", 3, r, "3.2.0", "O(1)", "Returns the length of the value of a field.", hstrlenCmd),
+		hash("hexists", 3, r, "2.0.0", "O(1)", "Determines whether a field exists in a hash.", hexistsCmd),
+		hash("hkeys", 2, FlagReadonly, "2.0.0", "O(N) where N is the size of the hash.", "Returns all fields in a hash.", hkeysCmd),
+		hash("hvals", 2, FlagReadonly, "2.0.0", "O(N) where N is the size of the hash.", "Returns all values in a hash.", hvalsCmd),
+		hash("hgetall", 2, FlagReadonly, "2.0.0", "O(N) where N is the size of the hash.", "Returns all fields and values in a hash.", hgetallCmd),
+		hash("hincrby", 4, w, "2.0.0", "O(1)", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", hincrbyCmd),
+		hash("hincrbyfloat", 4, w, "2.6.0", "O(1)", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hincrbyfloatCmd),
+		hash("hrandfield", -2, FlagReadonly, "6.2.0", "O(N) where N is the number of fields returned", "Returns one or more random fields from a hash.", hrandfieldCmd),
+		hash("hscan", -3, FlagReadonly, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over fields and values of a hash.", hscanCmd),
+		hash("lavik.hreplace", -4, FlagWrite|FlagDenyOOM, "0.2.0", "O(N) where N is the number of fields given.", "Replaces the whole hash atomically with the given fields and values.", hreplaceCmd),
+	)
+}
+
+// readHash reads the hash at key for a command that only reads it: nil when the key does not
+// exist, ErrWrongType when it holds another type.
+func readHash(c *Ctx, key []byte) (*hashValue, error) {
+	var h *hashValue
+	_, err := c.KS.Get(c.Sess, c.DB(), key, func(v keyspace.Value, m keyspace.Meta) error {
+		if m.Type != typeHash {
+			return ErrWrongType
+		}
+		b, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		h, err = decodeHash(b)
+		return err
+	})
+	return h, err
+}
+
+// updateHash runs fn on the hash at key inside a transaction: h is the hash (empty when the
+// key does not exist, exists false), and fn reports whether it changed it. A changed hash is
+// written back with its expire time, or removed when it has no field left.
+func updateHash(c *Ctx, key []byte, fn func(h *hashValue, exists bool) (bool, error)) error {
+	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		h := &hashValue{}
+		if exists {
+			if m.Type != typeHash {
+				return ErrWrongType
+			}
+			b, _, err := tx.Value(0)
+			if err != nil {
+				return err
+			}
+			if h, err = decodeHash(b); err != nil {
+				return err
+			}
+		}
+		changed, err := fn(h, exists)
+		if err != nil || !changed {
+			return err
+		}
+		if h.len() == 0 {
+			tx.Delete(0)
+			return nil
+		}
+		tx.Put(0, h.encode(), m.ExpireAt, typeHash)
+		return nil
+	})
+}
+
+// pairsArity checks that args after the key are field value pairs.
+func pairsArity(c *Ctx) bool {
+	if len(c.Args)%2 != 0 {
+		c.Err(ArityError(c.Cmd))
+		return false
+	}
+	return true
+}
+
+func hsetPairs(c *Ctx) (int64, bool) {
+	if !pairsArity(c) {
+		return 0, false
+	}
+	var added int64
+	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+		added = 0
+		for i := 2; i < len(c.Args); i += 2 {
+			if h.set(c.Args[i], c.Args[i+1]) {
+				added++
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return 0, false
+	}
+	return added, true
+}
+
+func hsetCmd(c *Ctx) {
+	if n, ok := hsetPairs(c); ok {
+		c.W.Int(n)
+	}
+}
+
+func hmsetCmd(c *Ctx) {
+	if _, ok := hsetPairs(c); ok {
+		c.OK()
+	}
+}
+
+func hsetnxCmd(c *Ctx) {
+	var added bool
+	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+		if _, ok := h.get(c.Args[2]); ok {
+			added = false
+			return false, nil
+		}
+		added = h.set(c.Args[2], c.Args[3])
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(boolInt(added))
+}
+
+func hreplaceCmd(c *Ctx) {
+	if !pairsArity(c) {
+		return
+	}
+	var n int
+	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+		// A new hash of exactly the fields given; the key keeps its expire time, as an
+		// HSET would.
+		*h = hashValue{}
+		for i := 2; i < len(c.Args); i += 2 {
+			h.set(c.Args[i], c.Args[i+1])
+		}
+		n = h.len()
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func hgetCmd(c *Ctx) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if h == nil {
+		c.W.Null()
+		return
+	}
+	if v, ok := h.get(c.Args[2]); ok {
+		c.W.Bulk(v)
+	} else {
+		c.W.Null()
+	}
+}
+
+func hmgetCmd(c *Ctx) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Array(len(c.Args) - 2)
+	for _, f := range c.Args[2:] {
+		if h == nil {
+			c.W.Null()
+		} else if v, ok := h.get(f); ok {
+			c.W.Bulk(v)
+		} else {
+			c.W.Null()
+		}
+	}
+}
+
+func hdelCmd(c *Ctx) {
+	var n int64
+	err := updateHash(c, c.Args[1], func(h *hashValue, exists bool) (bool, error) {
+		n = 0
+		if !exists {
+			return false, nil
+		}
+		for _, f := range c.Args[2:] {
+			if h.del(f) {
+				n++
+			}
+		}
+		return n > 0, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(n)
+}
+
+func hlenCmd(c *Ctx) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if h == nil {
+		c.W.Int(0)
+		return
+	}
+	c.W.Int(int64(h.len()))
+}
+
+func hstrlenCmd(c *Ctx) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var n int
+	if h != nil {
+		v, _ := h.get(c.Args[2])
+		n = len(v)
+	}
+	c.W.Int(int64(n))
+}
+
+func hexistsCmd(c *Ctx) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	found := false
+	if h != nil {
+		_, found = h.get(c.Args[2])
+	}
+	c.W.Int(boolInt(found))
+}
+
+// hashAll replies with the fields, the values or both of the hash at c.Args[1].
+func hashAll(c *Ctx, fields, vals bool) {
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if h == nil {
+		h = &hashValue{}
+	}
+	switch {
+	case fields && vals:
+		c.W.Map(h.len())
+	default:
+		c.W.Array(h.len())
+	}
+	for i := range h.fields {
+		if fields {
+			c.W.Bulk(h.fields[i])
+		}
+		if vals {
+			c.W.Bulk(h.vals[i])
+		}
+	}
+}
+
+func hkeysCmd(c *Ctx)   { hashAll(c, true, false) }
+func hvalsCmd(c *Ctx)   { hashAll(c, false, true) }
+func hgetallCmd(c *Ctx) { hashAll(c, true, true) }
+
+func hincrbyCmd(c *Ctx) {
+	incr, ok := ParseInt(c.Args[3])
+	if !ok {
+		c.Err(ErrNotInt)
+		return
+	}
+	var out int64
+	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+		var cur int64
+		if v, ok := h.get(c.Args[2]); ok {
+			if cur, ok = ParseInt(v); !ok {
+				return false, Error("ERR hash value is not an integer")
+			}
+		}
+		if incr > 0 && cur > math.MaxInt64-incr || incr < 0 && cur < math.MinInt64-incr {
+			return false, ErrOverflow
+		}
+		out = cur + incr
+		h.set(c.Args[2], strconv.AppendInt(nil, out, 10))
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(out)
+}
+
+func hincrbyfloatCmd(c *Ctx) {
+	incr, ok := ParseLongDouble(c.Args[3])
+	if !ok {
+		c.Err(ErrNotFloat)
+		return
+	}
+	if incr.IsInf() {
+		c.Err(Error("ERR value is NaN or Infinity"))
+		return
+	}
+	var out []byte
+	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+		cur, _ := ParseLongDouble([]byte("0"))
+		if v, ok := h.get(c.Args[2]); ok {
+			if cur, ok = ParseLongDouble(v); !ok {
+				return false, Error("ERR hash value is not a float")
+			}
+		}
+		sum, ok := AddLongDouble(cur, incr)
+		if !ok {
+			return false, Error("ERR increment would produce NaN or Infinity")
+		}
+		out = AppendLongDouble(nil, sum)
+		h.set(c.Args[2], out)
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Bulk(out)
+}
+
+// hrandfieldCmd follows Redis's hrandfieldWithCountCommand: a positive count gives distinct
+// fields (all of them when count >= the hash's length), a negative one -count fields that may
+// repeat.
+func hrandfieldCmd(c *Ctx) {
+	if len(c.Args) == 2 {
+		h, err := readHash(c, c.Args[1])
+		switch {
+		case err != nil:
+			c.Err(err)
+		case h == nil || h.len() == 0:
+			c.W.Null()
+		default:
+			c.W.Bulk(h.fields[rand.IntN(h.len())])
+		}
+		return
+	}
+	count, ok := ParseInt(c.Args[2])
+	if !ok {
+		c.Err(ErrNotInt)
+		return
+	}
+	if count == math.MinInt64 {
+		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
+		return
+	}
+	withValues := false
+	if len(c.Args) == 4 && is(c.Args[3], "WITHVALUES") {
+		withValues = true
+	} else if len(c.Args) > 3 {
+		c.Err(ErrSyntax)
+		return
+	}
+	if withValues && (count < -math.MaxInt64/2 || count > math.MaxInt64/2) {
+		c.Err(Error("ERR value is out of range"))
+		return
+	}
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var picks []int
+	switch {
+	case h == nil || count == 0:
+	case count < 0:
+		picks = make([]int, -count)
+		for i := range picks {
+			picks[i] = rand.IntN(h.len())
+		}
+	case count >= int64(h.len()):
+		picks = make([]int, h.len())
+		for i := range picks {
+			picks[i] = i
+		}
+	default:
+		picks = rand.Perm(h.len())[:count]
+	}
+	resp3 := c.W.Proto() >= 3
+	switch {
+	case withValues && !resp3:
+		c.W.Array(2 * len(picks))
+	default:
+		c.W.Array(len(picks))
+	}
+	for _, i := range picks {
+		if withValues && resp3 {
+			c.W.Array(2)
+		}
+		c.W.Bulk(h.fields[i])
+		if withValues {
+			c.W.Bulk(h.vals[i])
+		}
+	}
+}
+
+// hscanCmd answers the whole hash in one call, cursor 0: a hash is one record, and a cursor
+// into it could miss fields that other clients' deletions moved. SCAN's guarantees hold.
+func hscanCmd(c *Ctx) {
+	a, err := parseScanArgs(c.Args[2:], false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	h, err := readHash(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if h == nil {
+		h = &hashValue{}
+	}
+	var keep []int
+	for i, f := range h.fields {
+		if a.match == nil || GlobMatch(a.match, f, false) {
+			keep = append(keep, i)
+		}
+	}
+	c.W.Array(2)
+	c.W.BulkString("0")
+	c.W.Array(2 * len(keep))
+	for _, i := range keep {
+		c.W.Bulk(h.fields[i])
+		c.W.Bulk(h.vals[i])
+	}
+}
