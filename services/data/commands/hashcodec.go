@@ -26,46 +26,97 @@ const (
 
 var errBadHash = errors.New("ERR lavik: a hash record does not decode")
 
-// hashValue is a decoded hash. index, built once the hash has more than a few fields, maps a
-// field to its position.
+// hashValue is a decoded hash.
 type hashValue struct {
 	fields, vals [][]byte
 	flags        byte
-	index        map[string]int
+	index        memberIndex
+}
+
+// memberIndex finds a member (a hash's field, a set's member) among a collection's: by a scan
+// while there are few, through a map built on first use beyond that.
+type memberIndex struct{ m map[string]int }
+
+func (x *memberIndex) find(members [][]byte, m []byte) int {
+	if len(members) <= 16 {
+		for i, f := range members {
+			if string(f) == string(m) {
+				return i
+			}
+		}
+		return -1
+	}
+	if x.m == nil {
+		x.m = make(map[string]int, len(members))
+		for i, f := range members {
+			x.m[string(f)] = i
+		}
+	}
+	if i, ok := x.m[string(m)]; ok {
+		return i
+	}
+	return -1
+}
+
+// appended notes member m appended at position i; removed forgets positions after a removal.
+func (x *memberIndex) appended(m []byte, i int) {
+	if x.m != nil {
+		x.m[string(m)] = i
+	}
+}
+
+func (x *memberIndex) removed() { x.m = nil }
+
+// blobReader reads the uvarint-prefixed byte strings of an encoded collection.
+type blobReader struct{ b []byte }
+
+func (r *blobReader) next() ([]byte, bool) {
+	l, k := binary.Uvarint(r.b)
+	if k <= 0 || l > uint64(len(r.b)-k) {
+		return nil, false
+	}
+	v := r.b[k : k+int(l) : k+int(l)]
+	r.b = r.b[k+int(l):]
+	return v, true
+}
+
+// header reads a collection's version, flags and count, checking the version.
+func (r *blobReader) header(version byte) (flags byte, n uint64, ok bool) {
+	if len(r.b) < 2 || r.b[0] != version {
+		return 0, 0, false
+	}
+	flags = r.b[1]
+	r.b = r.b[2:]
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || n > uint64(len(r.b)) {
+		return 0, 0, false
+	}
+	r.b = r.b[k:]
+	return flags, n, true
+}
+
+func appendBlob(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
 }
 
 func decodeHash(b []byte) (*hashValue, error) {
-	if len(b) < 2 || b[0] != hashFormat {
+	r := blobReader{b}
+	flags, n, ok := r.header(hashFormat)
+	if !ok {
 		return nil, errBadHash
 	}
-	h := &hashValue{flags: b[1]}
-	b = b[2:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return nil, errBadHash
-	}
-	b = b[k:]
-	h.fields = make([][]byte, 0, n)
-	h.vals = make([][]byte, 0, n)
-	next := func() ([]byte, bool) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, false
-		}
-		v := b[k : k+int(l) : k+int(l)]
-		b = b[k+int(l):]
-		return v, true
-	}
+	h := &hashValue{flags: flags, fields: make([][]byte, 0, n), vals: make([][]byte, 0, n)}
 	for i := uint64(0); i < n; i++ {
-		f, ok1 := next()
-		v, ok2 := next()
+		f, ok1 := r.next()
+		v, ok2 := r.next()
 		if !ok1 || !ok2 {
 			return nil, errBadHash
 		}
 		h.fields = append(h.fields, f)
 		h.vals = append(h.vals, v)
 	}
-	if len(b) != 0 {
+	if len(r.b) != 0 {
 		return nil, errBadHash
 	}
 	return h, nil
@@ -78,12 +129,10 @@ func (h *hashValue) encode() []byte {
 	}
 	b := make([]byte, 0, size)
 	b = append(b, hashFormat, h.flags)
-	b = binary.AppendUvarint(b, uint64(len(h.fields)))
+	b = appendUvarint(b, uint64(len(h.fields)))
 	for i := range h.fields {
-		b = binary.AppendUvarint(b, uint64(len(h.fields[i])))
-		b = append(b, h.fields[i]...)
-		b = binary.AppendUvarint(b, uint64(len(h.vals[i])))
-		b = append(b, h.vals[i]...)
+		b = appendBlob(b, h.fields[i])
+		b = appendBlob(b, h.vals[i])
 	}
 	return b
 }
@@ -91,26 +140,7 @@ func (h *hashValue) encode() []byte {
 func (h *hashValue) len() int { return len(h.fields) }
 
 // find returns the position of field, or -1.
-func (h *hashValue) find(field []byte) int {
-	if len(h.fields) <= 16 {
-		for i, f := range h.fields {
-			if string(f) == string(field) {
-				return i
-			}
-		}
-		return -1
-	}
-	if h.index == nil {
-		h.index = make(map[string]int, len(h.fields))
-		for i, f := range h.fields {
-			h.index[string(f)] = i
-		}
-	}
-	if i, ok := h.index[string(field)]; ok {
-		return i
-	}
-	return -1
-}
+func (h *hashValue) find(field []byte) int { return h.index.find(h.fields, field) }
 
 func (h *hashValue) get(field []byte) ([]byte, bool) {
 	if i := h.find(field); i >= 0 {
@@ -130,9 +160,7 @@ func (h *hashValue) set(field, val []byte) bool {
 	}
 	h.fields = append(h.fields, field)
 	h.vals = append(h.vals, val)
-	if h.index != nil {
-		h.index[string(field)] = len(h.fields) - 1
-	}
+	h.index.appended(field, len(h.fields)-1)
 	if len(h.fields) > hashMaxListpackEntries {
 		h.flags |= hashTableEnc
 	}
@@ -147,7 +175,7 @@ func (h *hashValue) del(field []byte) bool {
 	}
 	h.fields = append(h.fields[:i], h.fields[i+1:]...)
 	h.vals = append(h.vals[:i], h.vals[i+1:]...)
-	h.index = nil
+	h.index.removed()
 	return true
 }
 
@@ -158,3 +186,5 @@ func (h *hashValue) encoding() string {
 	}
 	return "listpack"
 }
+
+func appendUvarint(b []byte, n uint64) []byte { return binary.AppendUvarint(b, n) }

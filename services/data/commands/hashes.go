@@ -40,51 +40,13 @@ func init() {
 // readHash reads the hash at key for a command that only reads it: nil when the key does not
 // exist, ErrWrongType when it holds another type.
 func readHash(c *Ctx, key []byte) (*hashValue, error) {
-	var h *hashValue
-	_, err := c.KS.Get(c.Sess, c.DB(), key, func(v keyspace.Value, m keyspace.Meta) error {
-		if m.Type != typeHash {
-			return ErrWrongType
-		}
-		b, err := v.Bytes()
-		if err != nil {
-			return err
-		}
-		h, err = decodeHash(b)
-		return err
-	})
+	h, _, err := readValue(c, key, typeHash, decodeHash)
 	return h, err
 }
 
-// updateHash runs fn on the hash at key inside a transaction: h is the hash (empty when the
-// key does not exist, exists false), and fn reports whether it changed it. A changed hash is
-// written back with its expire time, or removed when it has no field left.
+// updateHash runs fn on the hash at key inside a transaction (updateValue).
 func updateHash(c *Ctx, key []byte, fn func(h *hashValue, exists bool) (bool, error)) error {
-	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		m, exists := tx.Meta(0)
-		h := &hashValue{}
-		if exists {
-			if m.Type != typeHash {
-				return ErrWrongType
-			}
-			b, _, err := tx.Value(0)
-			if err != nil {
-				return err
-			}
-			if h, err = decodeHash(b); err != nil {
-				return err
-			}
-		}
-		changed, err := fn(h, exists)
-		if err != nil || !changed {
-			return err
-		}
-		if h.len() == 0 {
-			tx.Delete(0)
-			return nil
-		}
-		tx.Put(0, h.encode(), m.ExpireAt, typeHash)
-		return nil
-	})
+	return updateValue(c, key, typeHash, decodeHash, func() *hashValue { return &hashValue{} }, fn)
 }
 
 // pairsArity checks that args after the key are field value pairs.

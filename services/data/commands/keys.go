@@ -507,6 +507,12 @@ func objectEncodingCmd(c *Ctx) {
 				return err
 			}
 			enc = h.encoding()
+		case typeSet:
+			s, err := decodeSet(val)
+			if err != nil {
+				return err
+			}
+			enc = s.encoding()
 		default:
 			enc = stringEncoding(val)
 			if m.Raw {

@@ -293,6 +293,33 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 		c.W.Int(0)
 		c.W.BulkString("notes")
 		c.W.BulkString("")
+	} else if cmd.Keys != nil {
+		// Redis's keynum form: the count at index 1, the keys right after it.
+		c.W.Array(1)
+		c.W.Map(3)
+		c.W.BulkString("flags")
+		c.W.Set(1)
+		c.W.Simple("RO")
+		c.W.BulkString("begin_search")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("index")
+		c.W.BulkString("spec")
+		c.W.Map(1)
+		c.W.BulkString("index")
+		c.W.Int(1)
+		c.W.BulkString("find_keys")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("keynum")
+		c.W.BulkString("spec")
+		c.W.Map(3)
+		c.W.BulkString("keynumidx")
+		c.W.Int(0)
+		c.W.BulkString("firstkey")
+		c.W.Int(1)
+		c.W.BulkString("keystep")
+		c.W.Int(1)
 	} else {
 		c.W.Array(0)
 	}
@@ -450,7 +477,7 @@ func commandGetkeysCmd(c *Ctx) {
 		c.Err(Error("ERR Invalid command specified"))
 		return
 	}
-	if cmd.FirstKey == 0 {
+	if cmd.FirstKey == 0 && cmd.Keys == nil {
 		c.Err(Error("ERR The command has no key arguments"))
 		return
 	}
@@ -458,7 +485,16 @@ func commandGetkeysCmd(c *Ctx) {
 		c.Err(Error("ERR Invalid number of arguments specified for command"))
 		return
 	}
-	pos := cmd.KeyIndexes(len(args))
+	var pos []int
+	if cmd.Keys != nil {
+		var err error
+		if pos, err = cmd.Keys(args); err != nil || len(pos) == 0 {
+			c.Err(Error("ERR Invalid arguments specified for command"))
+			return
+		}
+	} else {
+		pos = cmd.KeyIndexes(len(args))
+	}
 	c.W.Array(len(pos))
 	for _, p := range pos {
 		c.W.Bulk(args[p])

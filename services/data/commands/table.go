@@ -23,6 +23,7 @@ const (
 	FlagNoMulti                      // not allowed in MULTI
 	FlagSkipSlowlog                  // not logged in the slow log
 	FlagAllowBusy                    // allowed while a script is busy
+	FlagMovableKeys                  // its keys are found by Keys, not by FirstKey..LastKey
 )
 
 var flagNames = []struct {
@@ -32,6 +33,7 @@ var flagNames = []struct {
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
 	{FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagSkipSlowlog, "skip_slowlog"},
 	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
+	{FlagMovableKeys, "movablekeys"},
 }
 
 // Names returns the flag names in Redis's order.
@@ -54,6 +56,10 @@ type Command struct {
 	// FirstKey, LastKey and Step locate the keys in argv (LastKey -1 = last argument, -2 =
 	// second to last); FirstKey 0 means no keys.
 	FirstKey, LastKey, Step int
+	// Keys, for a command with FlagMovableKeys, returns the positions of the keys in args (a
+	// count argument says how many, as SINTERCARD numkeys): COMMAND GETKEYS and its key spec
+	// (a keynum spec with the count at position 1) follow it.
+	Keys func(args [][]byte) ([]int, error)
 	Group                   string // Redis doc group: string, generic, connection, server
 	Summary                 string
 	Since                   string

@@ -23,6 +23,8 @@ const (
 	// TypeHash is a hash: today one record holding every field (package commands encodes
 	// it); the grouped layout for large hashes builds on the same type.
 	TypeHash uint8 = 4
+	// TypeSet is a set, one record like a hash.
+	TypeSet uint8 = 2
 )
 
 // RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
@@ -31,7 +33,7 @@ const RawHint uint8 = 0x10
 
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
-func knownType(t uint8) bool { return t == TypeString || t == TypeHash }
+func knownType(t uint8) bool { return t == TypeString || t == TypeHash || t == TypeSet }
 
 // TypeName is the name TYPE reports for a value type.
 func TypeName(t uint8) string {
@@ -40,6 +42,8 @@ func TypeName(t uint8) string {
 		return "string"
 	case TypeHash:
 		return "hash"
+	case TypeSet:
+		return "set"
 	}
 	return "none"
 }
