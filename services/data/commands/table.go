@@ -59,12 +59,12 @@ type Command struct {
 	// Keys, for a command with FlagMovableKeys, returns the positions of the keys in args (a
 	// count argument says how many, as SINTERCARD numkeys): COMMAND GETKEYS and its key spec
 	// (a keynum spec with the count at position 1) follow it.
-	Keys func(args [][]byte) ([]int, error)
-	Group                   string // Redis doc group: string, generic, connection, server
-	Summary                 string
-	Since                   string
-	Complexity              string
-	Handler                 func(c *Ctx)
+	Keys       func(args [][]byte) ([]int, error)
+	Group      string // Redis doc group: string, generic, connection, server
+	Summary    string
+	Since      string
+	Complexity string
+	Handler    func(c *Ctx)
 	// ExtraACL lists ACL categories Redis gives the command beyond those derived from its
 	// flags and group (see aclCategories).
 	ExtraACL []string
