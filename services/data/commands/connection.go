@@ -37,6 +37,8 @@ func init() {
 					Summary: "Returns information about the connection.", Handler: clientInfoCmd},
 				"kill": {Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "2.4.0", Complexity: "O(N) where N is the number of client connections",
 					Summary: "Terminates open connections.", Handler: clientKillCmd},
+				"unblock": {Arity: -3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(log N) where N is the number of client connections",
+					Summary: "Unblocks a client blocked by a blocking command from a different connection.", Handler: clientUnblockCmd},
 				"reply": {Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Since: "3.2.0", Complexity: "O(1)",
 					Summary: "Instructs the server whether to reply to commands.", Handler: clientReplyCmd},
 				"no-evict": {Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(1)",
@@ -258,6 +260,32 @@ func clientListCmd(c *Ctx) {
 }
 
 func clientInfoCmd(c *Ctx) { c.W.Verbatim("txt", c.Client.Info(time.Now())+"\n") }
+
+// clientUnblockCmd is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked (its
+// command then answers as at a timeout, or with an UNBLOCKED error), else 0.
+func clientUnblockCmd(c *Ctx) {
+	id, ok := ParseInt(c.Args[2])
+	if !ok {
+		c.Err(ErrNotInt)
+		return
+	}
+	withError := false
+	switch {
+	case len(c.Args) == 4 && is(c.Args[3], "ERROR"):
+		withError = true
+	case len(c.Args) == 4 && is(c.Args[3], "TIMEOUT"):
+	case len(c.Args) > 3:
+		c.Err(Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
+		return
+	}
+	for _, cl := range c.Srv.Clients() {
+		if cl.ID == id && cl.Unblock != nil {
+			c.W.Int(boolInt(cl.Unblock(withError)))
+			return
+		}
+	}
+	c.W.Int(0)
+}
 
 // clientKillCmd implements both forms: CLIENT KILL addr:port (old: +OK or "No such client")
 // and CLIENT KILL <filter> <value> ... (new: the number killed).

@@ -41,6 +41,9 @@ type Client struct {
 	Created time.Time
 	// Close closes the connection from another goroutine (CLIENT KILL, shutdown).
 	Close func()
+	// Unblock ends the client's blocking command (CLIENT UNBLOCK), with an error reply or as a
+	// timeout; it reports whether the client was blocked.
+	Unblock func(withError bool) bool
 
 	DB        atomic.Int32
 	Authed    bool
@@ -139,6 +142,7 @@ type ServerStats struct {
 	OpsPerSec                 int64
 	ProtocolErrors            uint64
 	ConnectedClients          int64
+	BlockedClients            int64
 	TotalErrorReplies         uint64
 	UnexpectedErrorReplies    uint64
 	ClientQueryBufLimitKills  uint64
@@ -182,10 +186,24 @@ type Ctx struct {
 	// durability accounting; InnerErrors counts the error replies of the commands it ran.
 	Writes      bool
 	InnerErrors int
+	// Block, set by a blocking command that found nothing to take (blockOn), asks the server
+	// to park the client until one of its keys is written or its deadline passes, and then to
+	// run the command again; the command replied nothing. NoBlock forbids it (the command
+	// answers at once, as if timed out), as inside MULTI.
+	Block   *BlockRequest
+	NoBlock bool
 	// Owed is how many bytes of a value being streamed (writeValue) are still to come: with
 	// the replies not yet written, what the client is owed, which Redis would hold in its
 	// output buffer (client-output-buffer-limit).
 	Owed int64
+}
+
+// BlockRequest is what a blocked command waits for: a write to one of Keys of database DB, or
+// Deadline (zero: none).
+type BlockRequest struct {
+	DB       int
+	Keys     [][]byte
+	Deadline time.Time
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.

@@ -365,14 +365,32 @@ func hrandfieldCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if h != nil && count < 0 {
+		// With repeats: as many as asked, however many, streamed.
+		resp3 := c.W.Proto() >= 3
+		if withValues && !resp3 {
+			c.W.Array(int(-2 * count))
+		} else {
+			c.W.Array(int(-count))
+		}
+		for n := int64(0); n < -count; n++ {
+			i := rand.IntN(h.len())
+			if withValues && resp3 {
+				c.W.Array(2)
+			}
+			c.W.Bulk(h.fields[i])
+			if withValues {
+				c.W.Bulk(h.vals[i])
+			}
+			if !c.MaybeFlush() {
+				return
+			}
+		}
+		return
+	}
 	var picks []int
 	switch {
-	case h == nil || count == 0:
-	case count < 0:
-		picks = make([]int, -count)
-		for i := range picks {
-			picks[i] = rand.IntN(h.len())
-		}
+	case h == nil || count <= 0:
 	case count >= int64(h.len()):
 		picks = make([]int, h.len())
 		for i := range picks {

@@ -120,7 +120,7 @@ func infoClients(c *Ctx, b *strings.Builder) {
 	st := c.Srv.Stats()
 	kv(b, "connected_clients", st.ConnectedClients)
 	kv(b, "maxclients", c.Srv.Config().Get("maxclients"))
-	kv(b, "blocked_clients", 0)
+	kv(b, "blocked_clients", st.BlockedClients)
 }
 
 func humanBytes(n int64) string {

@@ -507,6 +507,8 @@ func objectEncodingCmd(c *Ctx) {
 				return err
 			}
 			enc = h.encoding()
+		case typeList:
+			enc = "quicklist"
 		case typeSet:
 			s, err := decodeSet(val)
 			if err != nil {

@@ -97,6 +97,13 @@ func (m *Multi) Queue(cmd *Command, args [][]byte, limit int64) error {
 // Fail marks the transaction: a command was refused while queuing, and EXEC must discard it.
 func (m *Multi) Fail() { m.dirty = true }
 
+// Each calls fn with every queued command, in order.
+func (m *Multi) Each(fn func(cmd *Command, args [][]byte)) {
+	for _, q := range m.cmds {
+		fn(q.cmd, q.args)
+	}
+}
+
 // Writes reports whether a queued command may write.
 func (m *Multi) Writes() bool { return m.flags&FlagWrite != 0 }
 

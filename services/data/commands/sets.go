@@ -214,14 +214,20 @@ func srandmemberCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if s != nil && count < 0 {
+		// With repeats: as many as asked, however many, streamed.
+		c.W.Array(int(-count))
+		for n := int64(0); n < -count; n++ {
+			c.W.Bulk(s.members[rand.IntN(s.len())])
+			if !c.MaybeFlush() {
+				return
+			}
+		}
+		return
+	}
 	var picks []int
 	switch {
-	case s == nil || count == 0:
-	case count < 0:
-		picks = make([]int, -count)
-		for i := range picks {
-			picks[i] = rand.IntN(s.len())
-		}
+	case s == nil || count <= 0:
 	case count >= int64(s.len()):
 		picks = rand.Perm(s.len())
 	default:

@@ -24,6 +24,7 @@ const (
 	FlagSkipSlowlog                  // not logged in the slow log
 	FlagAllowBusy                    // allowed while a script is busy
 	FlagMovableKeys                  // its keys are found by Keys, not by FirstKey..LastKey
+	FlagBlocking                     // may block the client (BLPOP, ...): runs on the event loop
 )
 
 var flagNames = []struct {
@@ -33,7 +34,7 @@ var flagNames = []struct {
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
 	{FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagSkipSlowlog, "skip_slowlog"},
 	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
-	{FlagMovableKeys, "movablekeys"},
+	{FlagBlocking, "blocking"}, {FlagMovableKeys, "movablekeys"},
 }
 
 // Names returns the flag names in Redis's order.

@@ -25,6 +25,8 @@ const (
 	TypeHash uint8 = 4
 	// TypeSet is a set, one record like a hash.
 	TypeSet uint8 = 2
+	// TypeList is a list, one record like a hash.
+	TypeList uint8 = 1
 )
 
 // RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
@@ -33,7 +35,7 @@ const RawHint uint8 = 0x10
 
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
-func knownType(t uint8) bool { return t == TypeString || t == TypeHash || t == TypeSet }
+func knownType(t uint8) bool { return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList }
 
 // TypeName is the name TYPE reports for a value type.
 func TypeName(t uint8) string {
@@ -44,6 +46,8 @@ func TypeName(t uint8) string {
 		return "hash"
 	case TypeSet:
 		return "set"
+	case TypeList:
+		return "list"
 	}
 	return "none"
 }

@@ -66,9 +66,17 @@ type conn struct {
 	getStart           time.Time
 	class              int       // client-output-buffer-limit class (config.ClassNormal, ...)
 	softSince          time.Time // since when the unwritten replies exceed the soft limit
-	killed             atomic.Bool
-	fdMu               sync.Mutex // guards fd against a kill from another goroutine after close
-	fdOpen             bool
+	// A parked blocking command (block.go): its arguments, its keys in blockers, its timer.
+	// isBlocked and retryPosted are read by other goroutines.
+	blocked     bool
+	blockArgs   [][]byte
+	blockKeys   []string
+	blockTimer  *time.Timer
+	isBlocked   atomic.Bool
+	retryPosted atomic.Bool
+	killed      atomic.Bool
+	fdMu        sync.Mutex // guards fd against a kill from another goroutine after close
+	fdOpen      bool
 }
 
 // replySpan is one command's reply in the pending output.
@@ -83,6 +91,7 @@ func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
 	c.rd = resp.NewReader(nil, *s.limits.Load())
 	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession()}
 	cl.Close = c.kill
+	cl.Unblock = c.requestUnblock
 	return c
 }
 
@@ -192,6 +201,9 @@ func (c *conn) runDetached() {
 	defer func() { c.ctx.Flush = nil }()
 	for c.next < len(c.cmds) && !c.broken && !c.cl.CloseAfterReply && !c.killed.Load() {
 		cmds := c.cmds[c.next:]
+		if blockingCmd(cmds[0].Args) {
+			break // it parks on the loop
+		}
 		if n := c.getRun(cmds); n > 1 {
 			c.dispatchGets(cmds[:n])
 			c.next += n
@@ -242,6 +254,24 @@ func (c *conn) heavy(args [][]byte) bool {
 		return total > heavyValue
 	case "keys", "scan", "randomkey", "flushdb", "flushall", "rename", "renamenx", "copy", "move":
 		return true
+	}
+	if cmd.Flags&commands.FlagBlocking != 0 {
+		return false // parks on the loop (see loop.block)
+	}
+	switch cmd.Group {
+	case "hash", "set", "list":
+		// A collection is one record: a long one is read, and maybe written, whole. So is a
+		// random pick of many fields or members, which may repeat without end.
+		if (cmd.Name == "hrandfield" || cmd.Name == "srandmember") && len(args) > 2 {
+			if n, ok := commands.ParseInt(args[2]); !ok || n > 1000 || n < -1000 {
+				return true
+			}
+		}
+		for _, i := range cmd.KeyIndexes(len(args)) {
+			if c.longValue(args[i]) {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -397,14 +427,20 @@ func (c *conn) dispatch(args [][]byte) {
 	c.cl.SetLastCmd(cmd)
 	ctx := &c.ctx
 	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr = args, cmd, false, false, nil
-	ctx.Writes, ctx.InnerErrors = false, 0
+	ctx.Writes, ctx.InnerErrors, ctx.Block = false, 0, nil
 	c.midFlushed = false
 	notes := ctx.Sess.Notes()
 	before := c.cl.ReplyMode
 	if !c.run(cmd, ctx, mark) {
 		return
 	}
+	if ctx.Block != nil {
+		return // parked, with no reply yet (loop.block)
+	}
 	write := cmd.Flags&commands.FlagWrite != 0 || ctx.Writes
+	if write && !ctx.Failed {
+		s.signalWrites(ctx.DB(), cmd, args, multi)
+	}
 	if ctx.Broken {
 		c.abandon(mark, write)
 		return

@@ -60,6 +60,10 @@ const (
 	msgReattach
 	msgKill
 	msgSynced
+	msgRetry          // a key the parked connection waits on was written (block.go)
+	msgBlockTimeout   // its deadline passed
+	msgUnblockTimeout // CLIENT UNBLOCK c TIMEOUT
+	msgUnblockError   // CLIENT UNBLOCK c ERROR
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -241,6 +245,12 @@ func (lp *loop) drainInbox() {
 			if !c.detached && !c.syncing {
 				lp.queue(c)
 			}
+		case msgRetry:
+			lp.retryBlocked(c)
+		case msgBlockTimeout, msgUnblockTimeout:
+			lp.endBlocked(c, false)
+		case msgUnblockError:
+			lp.endBlocked(c, true)
 		case msgSynced:
 			c.syncing = false
 			if !c.syncOK {
@@ -301,6 +311,14 @@ func (lp *loop) markDirty(c *conn) {
 // has nothing left, waits (for its GETs, for room in its socket), or was handed to a goroutine.
 func (lp *loop) service(c *conn) {
 	if c.closed || c.detached || c.syncing || c.waiting {
+		return
+	}
+	if c.blocked {
+		// Parked (block.go): it runs nothing until woken, but a client that went away is
+		// closed now, not at its timeout.
+		if c.hup || c.killed.Load() {
+			lp.closeConn(c)
+		}
 		return
 	}
 	if c.killed.Load() {
@@ -442,6 +460,10 @@ func (lp *loop) runCmds(c *conn) bool {
 		}
 		c.next++
 		c.dispatch(cmds[0].Args)
+		if c.ctx.Block != nil {
+			lp.block(c, cmds[0].Args)
+			return false
+		}
 		lp.markDirty(c)
 		if c.broken || c.cl.CloseAfterReply {
 			c.closeAfter = true
@@ -637,6 +659,7 @@ func (lp *loop) closeConn(c *conn) {
 	if c.closed {
 		return
 	}
+	lp.unblock(c)
 	c.closed = true
 	unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	delete(lp.conns, int32(c.fd))
@@ -662,7 +685,7 @@ func (lp *loop) sweepIdle(now time.Time) {
 		// As Redis's clientsCronHandleTimeout, which spares replicas, blocked and Pub/Sub
 		// clients, but not one inside MULTI: a connection with a command under way (its GETs,
 		// a detached command, a durability wait) is not idle either.
-		if !c.detached && !c.waiting && !c.syncing && c.cl.LastActive.Load() < limit {
+		if !c.detached && !c.waiting && !c.syncing && !c.blocked && c.cl.LastActive.Load() < limit {
 			lp.closeConn(c)
 		}
 	}

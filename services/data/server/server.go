@@ -48,6 +48,8 @@ type Server struct {
 	// outLimits is client-output-buffer-limit, by client class.
 	outLimits atomic.Pointer[[3]config.OutputLimit]
 
+	blockers blockers
+
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
 	loopsMu      sync.Mutex
@@ -392,6 +394,7 @@ func (s *Server) Stats() commands.ServerStats {
 		ProtocolErrors: s.stats.protoErrs.Load(), ConnectedClients: int64(n),
 		TotalErrorReplies: s.stats.errReplies.Load(), ClientQueryBufLimitKills: s.stats.qbufKills.Load(),
 		ClientOutputBufLimitKills: s.stats.obufKills.Load(),
+		BlockedClients:            s.blockers.n.Load(),
 	}
 }
 
