@@ -1255,3 +1255,114 @@ func TestHashKill9AppendfsyncAlways(t *testing.T) {
 	}
 	verifyHashModel(t, s, m, "after the concurrent round")
 }
+
+// TestHashLavikHReplace checks LAVIK.HREPLACE key field value [field value ...], which replaces
+// the whole hash atomically: afterwards the hash holds exactly the given fields, and the reply
+// is their number.
+func TestHashLavikHReplace(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("LAVIK.HREPLACE is Lavik's own command")
+	}
+	s, c := startServer(t)
+
+	subtest(t, c, "Replace", func(t *testing.T, k checker) {
+		k.eq(3, "HSET", "h", "a", "1", "b", "2", "c", "3")
+		k.eq(2, "LAVIK.HREPLACE", "h", "b", "20", "d", "4")
+		checkHash(t, k, "h", map[string]string{"b": "20", "d": "4"})
+		k.null("HGET", "h", "a")
+		// On a missing key it creates the hash.
+		k.eq(1, "LAVIK.HREPLACE", "new", "x", "1")
+		k.eq("hash", "TYPE", "new")
+		checkHash(t, k, "new", map[string]string{"x": "1"})
+		k.eq(1, "lavik.hreplace", "new", "y", "2") // command names are case-insensitive
+		checkHash(t, k, "new", map[string]string{"y": "2"})
+		// Assumed like HSET: the last value of a repeated field wins and the reply counts the
+		// fields the hash ends up with.
+		k.eq(1, "LAVIK.HREPLACE", "new", "z", "1", "z", "2")
+		checkHash(t, k, "new", map[string]string{"z": "2"})
+		// From a small hash to a large one and back.
+		large := numberedFields(1000, "f", "v")
+		k.eq(1000, append([]any{"LAVIK.HREPLACE"}, hsetArgs("h", large)[1:]...)...)
+		checkHash(t, k, "h", large)
+		k.eq(1, "LAVIK.HREPLACE", "h", "only", "one")
+		checkHash(t, k, "h", map[string]string{"only": "one"})
+	})
+
+	subtest(t, c, "Errors", func(t *testing.T, k checker) {
+		k.ok("SET", "s", "v")
+		k.err(errWrongType, "LAVIK.HREPLACE", "s", "a", "1")
+		k.eq("v", "GET", "s")
+		k.eq(1, "HSET", "h", "a", "1")
+		for _, args := range [][]any{
+			{"LAVIK.HREPLACE"}, {"LAVIK.HREPLACE", "h"}, {"LAVIK.HREPLACE", "h", "a"},
+			{"LAVIK.HREPLACE", "h", "a", "1", "b"},
+		} {
+			k.err(errArity("lavik.hreplace"), args...)
+		}
+		checkHash(t, k, "h", map[string]string{"a": "1"})
+	})
+
+	subtest(t, c, "InMulti", func(t *testing.T, k checker) {
+		k.eq(2, "HSET", "h", "a", "1", "b", "2")
+		r := dialRESP(t, s)
+		got := asSlice(t, r.txRun(txCmd("LAVIK.HREPLACE", "h", "c", "3"), txCmd("HLEN", "h"), txCmd("HGET", "h", "a")))
+		if !slices.Equal(got, []any{int64(1), int64(1), nil}) {
+			t.Fatalf("EXEC: %s", short(got))
+		}
+	})
+
+	subtest(t, c, "Atomic", func(t *testing.T, k checker) {
+		// A writer alternates between two full contents; readers must only ever see one of
+		// them whole, never a mixture or a partly written hash.
+		gens := [2]map[string]string{numberedFields(200, "a", "x"), numberedFields(150, "b", "y")}
+		k.eq(200, append([]any{"LAVIK.HREPLACE"}, hsetArgs("h", gens[0])[1:]...)...)
+		var done atomic.Bool
+		var wg sync.WaitGroup
+		var readErr error
+		var mu sync.Mutex
+		for r := 0; r < 3; r++ {
+			rk := newChecker(t, s.Client())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !done.Load() {
+					v, err := rk.do("HGETALL", "h")
+					flat, ok := v.([]any)
+					if err != nil || !ok {
+						mu.Lock()
+						readErr = fmt.Errorf("HGETALL: %v, %v", short(v), err)
+						mu.Unlock()
+						return
+					}
+					m := map[string]string{}
+					for i := 0; i+1 < len(flat); i += 2 {
+						m[flat[i].(string)] = flat[i+1].(string)
+					}
+					if !maps.Equal(m, gens[0]) && !maps.Equal(m, gens[1]) {
+						mu.Lock()
+						readErr = fmt.Errorf("HGETALL saw a mixed hash of %d fields", len(m))
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+		for i := 1; i <= 300; i++ {
+			g := gens[i%2]
+			k.eq(len(g), append([]any{"LAVIK.HREPLACE"}, hsetArgs("h", g)[1:]...)...)
+		}
+		done.Store(true)
+		wg.Wait()
+		if readErr != nil {
+			t.Fatal(readErr)
+		}
+	})
+
+	// Last: the restart leaves c's pooled connections dead.
+	subtest(t, c, "SurvivesRestart", func(t *testing.T, k checker) {
+		k.eq(3, "HSET", "h", "a", "1", "b", "2", "c", "3")
+		k.eq(2, "LAVIK.HREPLACE", "h", "c", "30", "d", "4")
+		s.Restart()
+		checkHash(t, newChecker(t, s.Client()), "h", map[string]string{"c": "30", "d": "4"})
+	})
+}
