@@ -9,6 +9,7 @@ package test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -1262,4 +1263,290 @@ func anySlice(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// setRestartData writes sets of several shapes and returns what each key must hold; a key
+// mapped to nil must not exist.
+func setRestartData(t *testing.T, k checker, db1 checker) (map[string][]string, map[string][]string) {
+	t.Helper()
+	want := map[string][]string{}
+	k.eq(100, setArgs("SADD", "r:ints", setNames("", 100))...)
+	want["r:ints"] = setNames("", 100)
+	mixed := []string{"1", "-5", "007", "+1", "1.0", "", "a\x00b", "\r\n", strings.Repeat("x", 5000)}
+	k.eq(len(mixed), setArgs("SADD", "r:mixed", mixed)...)
+	want["r:mixed"] = mixed
+	big := setNames("big:", 3000)
+	for lo := 0; lo < len(big); lo += 500 {
+		k.eq(500, setArgs("SADD", "r:big", big[lo:lo+500])...)
+	}
+	k.eq(1000, setArgs("SREM", "r:big", big[:1000])...)
+	want["r:big"] = big[1000:]
+	k.eq(2, "SADD", "r:ttl", "a", "b")
+	k.eq(1, "EXPIRE", "r:ttl", 1000)
+	want["r:ttl"] = []string{"a", "b"}
+	k.eq(2, "SADD", "r:emptied", "a", "b")
+	k.eq(2, "SREM", "r:emptied", "a", "b")
+	want["r:emptied"] = nil
+	k.eq(2, "SADD", "r:src", "a", "b")
+	k.eq(1, "SMOVE", "r:src", "r:moved", "a")
+	want["r:src"], want["r:moved"] = []string{"b"}, []string{"a"}
+	k.eq(2, "SUNIONSTORE", "r:union", "r:src", "r:moved", "r:ttl")
+	want["r:union"] = []string{"a", "b"}
+	k.ok("SET", "r:was-string", "v")
+	k.eq(1, "SINTERSTORE", "r:was-string", "r:src")
+	want["r:was-string"] = []string{"b"}
+	k.eq(0, "SDIFFSTORE", "r:union2", "r:src", "r:src")
+	want["r:union2"] = nil
+	k.eq(20, setArgs("SADD", "r:popped", setNames("p", 20))...)
+	rest := setOf(t, k, "r:popped")
+	for _, p := range k.arr("SPOP", "r:popped", 7) {
+		delete(rest, p.(string))
+	}
+	delete(rest, k.str("SPOP", "r:popped"))
+	want["r:popped"] = setKeys(rest)
+	k.eq(2, "SADD", "r:renamed-from", "x", "y")
+	k.ok("RENAME", "r:renamed-from", "r:renamed")
+	want["r:renamed-from"], want["r:renamed"] = nil, []string{"x", "y"}
+
+	want1 := map[string][]string{}
+	db1.eq(3, "SADD", "r:db1", "one", "two", "3")
+	want1["r:db1"] = []string{"one", "two", "3"}
+	return want, want1
+}
+
+// checkSets checks every key of want against SMEMBERS, and DBSIZE against the live keys.
+func checkSets(t *testing.T, k checker, want map[string][]string, when string) {
+	t.Helper()
+	live := 0
+	for key, members := range want {
+		if members == nil {
+			if k.int("EXISTS", key) != 0 {
+				t.Fatalf("%s: %s exists; it was removed", when, key)
+			}
+			continue
+		}
+		live++
+		k.eq("set", "TYPE", key)
+		got := sortedStrings(t, k.arr("SMEMBERS", key))
+		if w := slices.Sorted(slices.Values(members)); !slices.Equal(got, w) {
+			t.Fatalf("%s: SMEMBERS %s: %s", when, key, setDiff(got, w))
+		}
+		k.eq(len(members), "SCARD", key)
+	}
+	k.eq(live, "DBSIZE")
+}
+
+// TestSetRestart writes sets of every shape, restarts the server cleanly, checks every member
+// (and that a TTL survived), changes them and restarts again.
+func TestSetRestart(t *testing.T) {
+	s := harness.Start(t)
+	k := newChecker(t, s.Client())
+	want, want1 := setRestartData(t, k, newChecker(t, s.ClientOpts(&redis.Options{DB: 1})))
+
+	s.Restart()
+	k = newChecker(t, s.Client())
+	k1 := newChecker(t, s.ClientOpts(&redis.Options{DB: 1}))
+	checkSets(t, k, want, "after a restart")
+	checkSets(t, k1, want1, "after a restart, db 1")
+	k.between(990, 1000, "TTL", "r:ttl")
+	k.eq(-1, "TTL", "r:big")
+
+	// Changes to recovered sets survive the next restart.
+	k.eq(1, "SADD", "r:ints", "100")
+	want["r:ints"] = append(want["r:ints"], "100")
+	k.eq(1, "SREM", "r:mixed", "")
+	want["r:mixed"] = slices.DeleteFunc(want["r:mixed"], func(m string) bool { return m == "" })
+	k.eq(1, "SREM", "r:moved", "a")
+	want["r:moved"] = nil
+	k.eq(1, "SADD", "r:emptied", "back")
+	want["r:emptied"] = []string{"back"}
+	k.eq(500, setArgs("SREM", "r:big", want["r:big"][:500])...)
+	want["r:big"] = want["r:big"][500:]
+	k1.eq(1, "SMOVE", "r:db1", "r:db1b", "3")
+	want1["r:db1"], want1["r:db1b"] = []string{"one", "two"}, []string{"3"}
+
+	s.Restart()
+	k = newChecker(t, s.Client())
+	checkSets(t, k, want, "after a second restart")
+	checkSets(t, newChecker(t, s.ClientOpts(&redis.Options{DB: 1})), want1, "after a second restart, db 1")
+	k.between(990, 1000, "TTL", "r:ttl")
+}
+
+// TestSetKill9AppendfsyncAlways: with an fsync before every reply, no acknowledged set write is
+// lost to kill -9. Each round sends seeded random pipelines of set commands, checks every reply
+// against a model (SPOP's choice is taken from its reply), kills the server and compares every
+// key with the model after the restart.
+func TestSetKill9AppendfsyncAlways(t *testing.T) {
+	seed := e2eSeed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 17))
+	s := harness.Start(t, "--appendfsync", "always")
+	ctx := harness.Ctx(t)
+	keys := setNames("k:", 8)
+	model := map[string]map[string]bool{}
+	for _, key := range keys {
+		model[key] = map[string]bool{}
+	}
+	// Keys k:0 and k:1 only ever get integers (Redis's intset); the others get both kinds.
+	member := func(key string) string {
+		if key == "k:0" || key == "k:1" || rng.IntN(2) == 0 {
+			return strconv.Itoa(rng.IntN(60) - 10)
+		}
+		return fmt.Sprintf("m%d", rng.IntN(60))
+	}
+	type op struct {
+		args  []any
+		check func(reply any, err error) error // checks the reply against the model and applies it
+	}
+	for round := 1; round <= 3; round++ {
+		c := s.ClientOpts(&redis.Options{})
+		for batch := 0; batch < 20; batch++ {
+			ops := make([]op, 50)
+			for i := range ops {
+				key := keys[rng.IntN(len(keys))]
+				switch r := rng.IntN(100); {
+				case r < 45: // SADD of 1 to 10 members
+					ms := make([]string, 1+rng.IntN(10))
+					for j := range ms {
+						ms[j] = member(key)
+					}
+					ops[i] = op{setArgs("SADD", key, ms), func(reply any, err error) error {
+						n := int64(0)
+						for _, m := range ms {
+							if !model[key][m] {
+								model[key][m] = true
+								n++
+							}
+						}
+						return expectReply(reply, err, n)
+					}}
+				case r < 65: // SREM of 1 to 4 members
+					ms := make([]string, 1+rng.IntN(4))
+					for j := range ms {
+						ms[j] = member(key)
+					}
+					ops[i] = op{setArgs("SREM", key, ms), func(reply any, err error) error {
+						n := int64(0)
+						for _, m := range ms {
+							if model[key][m] {
+								delete(model[key], m)
+								n++
+							}
+						}
+						return expectReply(reply, err, n)
+					}}
+				case r < 75: // SPOP, with a count or without
+					count := rng.IntN(6) - 1
+					args := []any{"SPOP", key}
+					if count >= 0 {
+						args = append(args, count)
+					}
+					ops[i] = op{args, func(reply any, err error) error {
+						var popped []any
+						if count < 0 {
+							if len(model[key]) == 0 {
+								return expectReply(reply, err, nil)
+							}
+							popped = []any{reply}
+						} else {
+							popped, _ = reply.([]any)
+							if err != nil || len(popped) != min(count, len(model[key])) {
+								return fmt.Errorf("got %s, %v; want %d members", short(reply), err, min(count, len(model[key])))
+							}
+						}
+						for _, p := range popped {
+							m, _ := p.(string)
+							if !model[key][m] {
+								return fmt.Errorf("popped %s, not a member", short(p))
+							}
+							delete(model[key], m)
+						}
+						return nil
+					}}
+				case r < 88: // SMOVE
+					dst := keys[rng.IntN(len(keys))]
+					m := member(key)
+					ops[i] = op{[]any{"SMOVE", key, dst, m}, func(reply any, err error) error {
+						want := int64(0)
+						if model[key][m] {
+							want = 1
+							delete(model[key], m)
+							model[dst][m] = true
+						}
+						return expectReply(reply, err, want)
+					}}
+				case r < 98: // a STORE command
+					store := []string{"SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"}[rng.IntN(3)]
+					a, b := keys[rng.IntN(len(keys))], keys[rng.IntN(len(keys))]
+					ops[i] = op{[]any{store, key, a, b}, func(reply any, err error) error {
+						res := map[string]bool{}
+						for m := range model[a] {
+							if store == "SUNIONSTORE" || model[b][m] == (store == "SINTERSTORE") {
+								res[m] = true
+							}
+						}
+						if store == "SUNIONSTORE" {
+							for m := range model[b] {
+								res[m] = true
+							}
+						}
+						model[key] = res
+						return expectReply(reply, err, int64(len(res)))
+					}}
+				default:
+					ops[i] = op{[]any{"DEL", key}, func(reply any, err error) error {
+						want := int64(min(len(model[key]), 1))
+						model[key] = map[string]bool{}
+						return expectReply(reply, err, want)
+					}}
+				}
+			}
+			pipe := c.Pipeline()
+			cmds := make([]*redis.Cmd, len(ops))
+			for i, o := range ops {
+				cmds[i] = pipe.Do(ctx, o.args...)
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				var rerr redis.Error
+				if !errors.As(err, &rerr) {
+					t.Fatalf("round %d: pipeline: %v", round, err)
+				}
+			}
+			for i, o := range ops {
+				reply, err := cmds[i].Result()
+				if err := o.check(reply, err); err != nil {
+					t.Fatalf("round %d, batch %d: %s: %v (seed %d)", round, batch, cmdString(o.args), err, seed)
+				}
+			}
+		}
+		// Every write above was acknowledged: none may be lost.
+		s.KillRestart()
+		k := newChecker(t, s.ClientOpts(&redis.Options{}))
+		want := map[string][]string{}
+		for key, m := range model {
+			want[key] = nil
+			if len(m) > 0 {
+				want[key] = setKeys(m)
+			}
+		}
+		checkSets(t, k, want, fmt.Sprintf("round %d, after kill -9 (seed %d)", round, seed))
+		members := 0
+		for _, m := range model {
+			members += len(m)
+		}
+		t.Logf("round %d: %d members in %d keys survived kill -9", round, members, k.int("DBSIZE"))
+	}
+}
+
+// expectReply compares one generic reply with want (int64, or nil for a null reply).
+func expectReply(reply any, err error, want any) error {
+	if want == nil {
+		if !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("got %s, %v; want nil", short(reply), err)
+		}
+		return nil
+	}
+	if err != nil || reply != want {
+		return fmt.Errorf("got %s, %v; want %s", short(reply), err, short(want))
+	}
+	return nil
 }
