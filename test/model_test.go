@@ -53,6 +53,10 @@ type strModel struct {
 // wAnyPositive stands for "any integer > 0" in expected replies (the TTL of a key with a TTL).
 const wAnyPositive = 'P'
 
+// wUnordered stands for an array whose elements, taken in groups of Int (1 for HKEYS, 2 for
+// HGETALL's field-value pairs), may come in any order; Elems holds them in the model's order.
+const wUnordered = 'U'
+
 type modelOp struct {
 	args []string
 	want wireReply
@@ -61,10 +65,39 @@ type modelOp struct {
 func (o modelOp) String() string { return fmtArgs(o.args) + " -> " + o.want.String() }
 
 func matches(want, got wireReply) bool {
-	if want.Kind == wAnyPositive {
+	switch want.Kind {
+	case wAnyPositive:
 		return got.Kind == ':' && got.Int > 0
+	case wUnordered:
+		return got.Kind == '*' && !got.Null && sameGroups(want.Elems, got.Elems, int(want.Int))
 	}
 	return want.equal(got)
+}
+
+// sameGroups reports whether a and b hold the same groups of n consecutive elements, in any
+// order, counting repeats.
+func sameGroups(a, b []wireReply, n int) bool {
+	if len(a) != len(b) || len(a)%n != 0 {
+		return false
+	}
+	key := func(e []wireReply) string {
+		var sb strings.Builder
+		for _, x := range e {
+			sb.WriteString(strconv.Quote(x.String()))
+		}
+		return sb.String()
+	}
+	count := map[string]int{}
+	for i := 0; i < len(a); i += n {
+		count[key(a[i:i+n])]++
+		count[key(b[i:i+n])]--
+	}
+	for _, c := range count {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // redisParseInt mirrors Redis's string2ll: optional '-', no '+', no leading zeros, no spaces,
@@ -149,6 +182,8 @@ func (g *opGen) value() string {
 func (g *opGen) ttlSeconds() string { return strconv.Itoa(1000 + g.rng.IntN(100000)) }
 
 func (g *opGen) db() map[string]modelEntry { return g.m.dbs[g.m.cur] }
+
+func (g *opGen) selected() int { return g.m.cur }
 
 func bulkOrNil(e modelEntry, ok bool) wireReply {
 	if !ok {
@@ -496,15 +531,54 @@ func (g *opGen) next() modelOp {
 	}
 }
 
+// modelGen produces random operations, applying each to its model as it goes: opGen for
+// strings, hashGen (hash_model_test.go) for hashes.
+type modelGen interface {
+	// next returns the next operation with the reply the server must give.
+	next() modelOp
+	// selected is the database selected on the connection once the operations so far ran.
+	selected() int
+	// checkKeyspace compares the server's whole keyspace with the model; it may leave any
+	// database selected.
+	checkKeyspace(r *modelRun, when string)
+}
+
 // modelRun holds the state of one model test run.
 type modelRun struct {
 	t       *testing.T
 	seed    int64
 	s       *harness.Server
 	c       *wireConn
-	g       *opGen
+	g       modelGen
 	done    int
 	history []string // recent operations, for failure reports
+}
+
+// startModelRun starts a server for a model test of g and connects to it. The server runs with
+// appendfsync always: a kill -9 restart must keep every acknowledged write.
+func startModelRun(t *testing.T, seed int64, g modelGen) *modelRun {
+	r := &modelRun{t: t, seed: seed, g: g}
+	r.s = harness.Start(t, "--appendfsync", "always")
+	r.reconnect()
+	return r
+}
+
+// modelOps is the number of operations for a model test that runs full of them by default and
+// short with -short. $LAVIK_MODEL_OPS (make soak) sets the string model's count and scales the
+// others by the same factor: it is a count for TestRandomOpsModel's 20,000.
+func modelOps(t *testing.T, full, short int) int {
+	v := os.Getenv("LAVIK_MODEL_OPS")
+	if v == "" {
+		if testing.Short() {
+			return short
+		}
+		return full
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("LAVIK_MODEL_OPS=%q: want a positive number", v)
+	}
+	return max(1, int(int64(n)*int64(full)/20000))
 }
 
 func (r *modelRun) fail(format string, args ...any) {
@@ -527,7 +601,7 @@ func (r *modelRun) batch(n int) {
 	dbs := make([]int, n) // database selected when each operation was sent
 	var buf bytes.Buffer
 	for i := range ops {
-		dbs[i] = r.g.m.cur
+		dbs[i] = r.g.selected()
 		ops[i] = r.g.next()
 		buf.Write(wireCmd(ops[i].args...))
 	}
@@ -548,45 +622,90 @@ func (r *modelRun) batch(n int) {
 // reconnect opens a new connection and selects the model's current database.
 func (r *modelRun) reconnect() {
 	r.c = dialWire(r.t, r.s)
-	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.m.cur))
+	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.selected()))
 }
 
-// compareKeyspace checks the whole server keyspace (SCAN, GET, TTL, DBSIZE) against the model.
+// run sends ops operations in pipelines of 1-64. Every restartEvery operations and at the end it
+// compares the keyspace with the model, restarts the server, alternately clean and with kill -9,
+// and compares again. It returns the number of restarts.
+func (r *modelRun) run(rng *rand.Rand, ops, restartEvery int) int {
+	r.t.Helper()
+	restarts := 0
+	nextRestart := restartEvery
+	for r.done < ops {
+		n := 1
+		if rng.IntN(10) >= 3 {
+			n = 1 + rng.IntN(64)
+		}
+		n = min(n, ops-r.done)
+		r.batch(n)
+		if r.done >= nextRestart || r.done >= ops {
+			nextRestart += restartEvery
+			kill := restarts%2 == 1
+			r.compareKeyspace(fmt.Sprintf("before restart %d", restarts+1))
+			if kill {
+				r.s.KillRestart()
+			} else {
+				r.s.Restart()
+			}
+			restarts++
+			r.remember(fmt.Sprintf("-- restart (kill -9: %v)", kill))
+			r.reconnect()
+			r.compareKeyspace(fmt.Sprintf("after restart %d (kill -9: %v)", restarts, kill))
+		}
+	}
+	return restarts
+}
+
+// compareKeyspace checks the whole server keyspace against the model and selects the model's
+// database again.
 func (r *modelRun) compareKeyspace(when string) {
 	r.t.Helper()
-	for db := range r.g.m.dbs {
-		r.c.expectDo(wOK, "SELECT", strconv.Itoa(db))
-		seen := map[string]bool{}
-		cursor := "0"
-		for {
-			rep := r.c.do("SCAN", cursor, "COUNT", "100")
-			if rep.Kind != '*' || len(rep.Elems) != 2 || rep.Elems[1].Kind != '*' {
-				r.fail("%s: bad SCAN reply %v", when, rep)
-			}
-			for _, e := range rep.Elems[1].Elems {
-				seen[e.Str] = true
-			}
-			if cursor = rep.Elems[0].Str; cursor == "0" {
-				break
-			}
+	r.g.checkKeyspace(r, when)
+	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.selected()))
+}
+
+// checkModelKeys selects db and checks that SCAN lists exactly the keys in want.
+func checkModelKeys[V any](r *modelRun, when string, db int, want map[string]V) {
+	r.t.Helper()
+	r.c.expectDo(wOK, "SELECT", strconv.Itoa(db))
+	seen := map[string]bool{}
+	cursor := "0"
+	for {
+		rep := r.c.do("SCAN", cursor, "COUNT", "100")
+		if rep.Kind != '*' || len(rep.Elems) != 2 || rep.Elems[1].Kind != '*' {
+			r.fail("%s: bad SCAN reply %v", when, rep)
 		}
-		want := r.g.m.dbs[db]
-		var missing, extra []string
-		for k := range want {
-			if !seen[k] {
-				missing = append(missing, strconv.Quote(k))
-			}
+		for _, e := range rep.Elems[1].Elems {
+			seen[e.Str] = true
 		}
-		for k := range seen {
-			if _, ok := want[k]; !ok {
-				extra = append(extra, strconv.Quote(k))
-			}
+		if cursor = rep.Elems[0].Str; cursor == "0" {
+			break
 		}
-		if len(missing)+len(extra) > 0 {
-			slices.Sort(missing)
-			slices.Sort(extra)
-			r.fail("%s: db %d keys differ: missing %v, unexpected %v", when, db, missing, extra)
+	}
+	var missing, extra []string
+	for k := range want {
+		if !seen[k] {
+			missing = append(missing, strconv.Quote(k))
 		}
+	}
+	for k := range seen {
+		if _, ok := want[k]; !ok {
+			extra = append(extra, strconv.Quote(k))
+		}
+	}
+	if len(missing)+len(extra) > 0 {
+		slices.Sort(missing)
+		slices.Sort(extra)
+		r.fail("%s: db %d keys differ: missing %v, unexpected %v", when, db, missing, extra)
+	}
+}
+
+// checkKeyspace compares every key's value and whether it has a TTL, and each DBSIZE.
+func (g *opGen) checkKeyspace(r *modelRun, when string) {
+	r.t.Helper()
+	for db, want := range g.m.dbs {
+		checkModelKeys(r, when, db, want)
 		keys := make([]string, 0, len(want))
 		for k := range want {
 			keys = append(keys, k)
@@ -616,55 +735,18 @@ func (r *modelRun) compareKeyspace(when string) {
 			r.fail("write: %v", err)
 		}
 	}
-	r.c.expectDo(wOK, "SELECT", strconv.Itoa(r.g.m.cur))
 }
 
 // TestRandomOpsModel runs 20,000 random operations (3,000 with -short, $LAVIK_MODEL_OPS for soak
 // runs) in pipelines of 1-64, restarting every 2,000 operations, alternately clean and kill -9.
 func TestRandomOpsModel(t *testing.T) {
-	ops := 20000
-	if testing.Short() {
-		ops = 3000
-	}
-	if v := os.Getenv("LAVIK_MODEL_OPS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("LAVIK_MODEL_OPS=%q: want a positive number", v)
-		}
-		ops = n
-	}
-	const restartEvery = 2000
+	ops := modelOps(t, 20000, 3000)
 	seed := e2eSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
-	r := &modelRun{t: t, seed: seed, g: newOpGen(rng)}
-	// appendfsync always: a kill -9 restart must keep every acknowledged write.
-	r.s = harness.Start(t, "--appendfsync", "always")
-	r.reconnect()
-
-	restarts := 0
-	nextRestart := restartEvery
+	g := newOpGen(rng)
+	r := startModelRun(t, seed, g)
 	start := time.Now()
-	for r.done < ops {
-		n := 1
-		if rng.IntN(10) >= 3 {
-			n = 1 + rng.IntN(64)
-		}
-		n = min(n, ops-r.done)
-		r.batch(n)
-		if r.done >= nextRestart || r.done >= ops {
-			nextRestart += restartEvery
-			kill := restarts%2 == 1
-			if kill {
-				r.s.KillRestart()
-			} else {
-				r.s.Restart()
-			}
-			restarts++
-			r.remember(fmt.Sprintf("-- restart (kill -9: %v)", kill))
-			r.reconnect()
-			r.compareKeyspace(fmt.Sprintf("after restart %d (kill -9: %v)", restarts, kill))
-		}
-	}
+	restarts := r.run(rng, ops, 2000)
 	t.Logf("%d ops, %d restarts, %d+%d keys at the end, %v", r.done, restarts,
-		len(r.g.m.dbs[0]), len(r.g.m.dbs[1]), time.Since(start).Round(time.Millisecond))
+		len(g.m.dbs[0]), len(g.m.dbs[1]), time.Since(start).Round(time.Millisecond))
 }
