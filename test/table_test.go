@@ -100,6 +100,8 @@ var tblSamples = []tblSample{
 	{name: "client|info", args: []string{"CLIENT", "INFO"}, want: tblContains("id=")},
 	// A filter that matches nobody.
 	{name: "client|kill", args: []string{"CLIENT", "KILL", "ID", "999999999"}, want: 0},
+	// A client that is not blocked.
+	{name: "client|unblock", args: []string{"CLIENT", "UNBLOCK", "999999999"}, want: 0},
 	{name: "client|reply", args: []string{"CLIENT", "REPLY", "ON"}, want: tblOK},
 	{name: "client|no-evict", args: []string{"CLIENT", "NO-EVICT", "ON"}, want: tblOK},
 	{name: "client|help", args: []string{"CLIENT", "HELP"}, want: tblHelp("CLIENT")},
@@ -193,6 +195,30 @@ var tblSamples = []tblSample{
 	{name: "sintercard", setup: tblSetS, args: []string{"SINTERCARD", "1", "k", "LIMIT", "1"}, keys: tblK, want: 1},
 	{name: "sscan", setup: tblSetS, args: []string{"SSCAN", "k", "0"}, keys: tblK, want: tblScanOf("a", "b")},
 
+	// list
+	{name: "lpush", setup: tblListK, args: []string{"LPUSH", "k", "z"}, keys: tblK, changes: tblK, want: 3},
+	{name: "rpush", setup: tblListK, args: []string{"RPUSH", "k", "z"}, keys: tblK, changes: tblK, want: 3},
+	{name: "lpushx", setup: tblListK, args: []string{"LPUSHX", "k", "z"}, keys: tblK, changes: tblK, want: 3},
+	{name: "rpushx", setup: tblListK, args: []string{"RPUSHX", "k", "z"}, keys: tblK, changes: tblK, want: 3},
+	{name: "lpop", setup: tblListK, args: []string{"LPOP", "k"}, keys: tblK, changes: tblK, want: "a"},
+	{name: "rpop", setup: tblListK, args: []string{"RPOP", "k"}, keys: tblK, changes: tblK, want: "b"},
+	{name: "llen", setup: tblListK, args: []string{"LLEN", "k"}, keys: tblK, want: 2},
+	{name: "lrange", setup: tblListK, args: []string{"LRANGE", "k", "0", "-1"}, keys: tblK, want: []any{"a", "b"}},
+	{name: "lindex", setup: tblListK, args: []string{"LINDEX", "k", "-1"}, keys: tblK, want: "b"},
+	{name: "lset", setup: tblListK, args: []string{"LSET", "k", "0", "z"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "linsert", setup: tblListK, args: []string{"LINSERT", "k", "BEFORE", "b", "z"}, keys: tblK, changes: tblK, want: 3},
+	{name: "lrem", setup: tblListK, args: []string{"LREM", "k", "0", "a"}, keys: tblK, changes: tblK, want: 1},
+	{name: "ltrim", setup: tblListK, args: []string{"LTRIM", "k", "0", "0"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "lpos", setup: tblListK, args: []string{"LPOS", "k", "b"}, keys: tblK, want: 1},
+	{name: "lmove", setup: tblListK, args: []string{"LMOVE", "k", "d", "LEFT", "RIGHT"}, keys: []string{"k", "d"}, changes: []string{"d", "k"}, want: "a"},
+	{name: "rpoplpush", setup: tblListK, args: []string{"RPOPLPUSH", "k", "d"}, keys: []string{"k", "d"}, changes: []string{"d", "k"}, want: "b"},
+	{name: "lmpop", setup: tblListK, args: []string{"LMPOP", "2", "x", "k", "LEFT"}, keys: []string{"x", "k"}, changes: tblK, want: []any{"k", []any{"a"}}},
+	{name: "blpop", setup: tblListK, args: []string{"BLPOP", "x", "k", "1"}, keys: []string{"x", "k"}, changes: tblK, want: []any{"k", "a"}},
+	{name: "brpop", setup: tblListK, args: []string{"BRPOP", "k", "1"}, keys: tblK, changes: tblK, want: []any{"k", "b"}},
+	{name: "blmove", setup: tblListK, args: []string{"BLMOVE", "k", "d", "RIGHT", "LEFT", "1"}, keys: []string{"k", "d"}, changes: []string{"d", "k"}, want: "b"},
+	{name: "brpoplpush", setup: tblListK, args: []string{"BRPOPLPUSH", "k", "d", "1"}, keys: []string{"k", "d"}, changes: []string{"d", "k"}, want: "b"},
+	{name: "blmpop", setup: tblListK, args: []string{"BLMPOP", "1", "1", "k", "RIGHT", "COUNT", "2"}, keys: tblK, changes: tblK, want: []any{"k", []any{"b", "a"}}},
+
 	// generic
 	{name: "del", setup: tblSetABC, args: []string{"DEL", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
 	{name: "unlink", setup: tblSetABC, args: []string{"UNLINK", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
@@ -234,6 +260,9 @@ var (
 )
 
 func tblSetK(v string) [][]string { return [][]string{{"SET", "k", v}} }
+
+// tblListK makes k the list a, b.
+var tblListK = [][]string{{"RPUSH", "k", "a", "b"}}
 
 // tblSetS makes k a set of a and b.
 var tblSetS = [][]string{{"SADD", "k", "a", "b"}}
@@ -702,6 +731,9 @@ func tblValue(c *tblConn, key string) string {
 		}
 		sort.Strings(pairs)
 		return typ + " " + strings.Join(pairs, ",")
+	case strings.Contains(typ, "list"):
+		items, _ = c.do("LRANGE", key, "0", "-1").([]any)
+		return typ + " " + tblShow(items)
 	case strings.Contains(typ, "set"):
 		items, _ = c.do("SMEMBERS", key).([]any)
 		members := make([]string, 0, len(items))

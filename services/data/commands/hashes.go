@@ -417,12 +417,11 @@ func hrandfieldCmd(c *Ctx) {
 	}
 }
 
-// hscanCmd answers the whole hash in one call, cursor 0: a hash is one record, and a cursor
-// into it could miss fields that other clients' deletions moved. SCAN's guarantees hold.
+// hscanCmd pages through the fields in hash order (collscan.go). As Redis, it parses the
+// cursor, then checks the key's type, then the options.
 func hscanCmd(c *Ctx) {
-	a, err := parseScanArgs(c.Args[2:], false)
-	if err != nil {
-		c.Err(err)
+	if _, ok := parseCursor(c.Args[2]); !ok {
+		c.Err(ErrInvalidCursor)
 		return
 	}
 	h, err := readHash(c, c.Args[1])
@@ -430,19 +429,22 @@ func hscanCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	a, err := parseScanArgs(c.Args[2:], false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
 	if h == nil {
 		h = &hashValue{}
 	}
-	var keep []int
-	for i, f := range h.fields {
-		if a.match == nil || GlobMatch(a.match, f, false) {
-			keep = append(keep, i)
-		}
+	if h.flags&hashTableEnc == 0 {
+		a.count = max(h.len(), 1) // a listpack comes whole, as in Redis
 	}
+	page, next := scanPage(h.fields, a)
 	c.W.Array(2)
-	c.W.BulkString("0")
-	c.W.Array(2 * len(keep))
-	for _, i := range keep {
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(2 * len(page))
+	for _, i := range page {
 		c.W.Bulk(h.fields[i])
 		c.W.Bulk(h.vals[i])
 	}

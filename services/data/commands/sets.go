@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
 )
@@ -477,11 +478,10 @@ func sintercardCmd(c *Ctx) {
 	c.W.Int(n)
 }
 
-// sscanCmd answers the whole set in one call, cursor 0, as HSCAN does.
+// sscanCmd pages through the members in hash order, as HSCAN.
 func sscanCmd(c *Ctx) {
-	a, err := parseScanArgs(c.Args[2:], false)
-	if err != nil {
-		c.Err(err)
+	if _, ok := parseCursor(c.Args[2]); !ok {
+		c.Err(ErrInvalidCursor)
 		return
 	}
 	s, err := readSet(c, c.Args[1])
@@ -489,19 +489,22 @@ func sscanCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	a, err := parseScanArgs(c.Args[2:], false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
 	if s == nil {
 		s = newSet()
 	}
-	var keep [][]byte
-	for _, m := range s.members {
-		if a.match == nil || GlobMatch(a.match, m, false) {
-			keep = append(keep, m)
-		}
+	if s.flags&setTableEnc == 0 {
+		a.count = max(s.len(), 1) // an intset comes whole, as in Redis
 	}
+	page, next := scanPage(s.members, a)
 	c.W.Array(2)
-	c.W.BulkString("0")
-	c.W.Array(len(keep))
-	for _, m := range keep {
-		c.W.Bulk(m)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(len(page))
+	for _, i := range page {
+		c.W.Bulk(s.members[i])
 	}
 }

@@ -35,7 +35,9 @@ const RawHint uint8 = 0x10
 
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
-func knownType(t uint8) bool { return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList }
+func knownType(t uint8) bool {
+	return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList
+}
 
 // TypeName is the name TYPE reports for a value type.
 func TypeName(t uint8) string {
