@@ -219,6 +219,43 @@ var tblSamples = []tblSample{
 	{name: "brpoplpush", setup: tblListK, args: []string{"BRPOPLPUSH", "k", "d", "1"}, keys: []string{"k", "d"}, changes: []string{"d", "k"}, want: "b"},
 	{name: "blmpop", setup: tblListK, args: []string{"BLMPOP", "1", "1", "k", "RIGHT", "COUNT", "2"}, keys: tblK, changes: tblK, want: []any{"k", []any{"b", "a"}}},
 
+	// sorted set
+	{name: "zadd", setup: tblZSetK, args: []string{"ZADD", "k", "3", "c"}, keys: tblK, changes: tblK, want: 1},
+	{name: "zincrby", setup: tblZSetK, args: []string{"ZINCRBY", "k", "2", "a"}, keys: tblK, changes: tblK, want: "3"},
+	{name: "zrem", setup: tblZSetK, args: []string{"ZREM", "k", "a", "x"}, keys: tblK, changes: tblK, want: 1},
+	{name: "zscore", setup: tblZSetK, args: []string{"ZSCORE", "k", "b"}, keys: tblK, want: "2"},
+	{name: "zmscore", setup: tblZSetK, args: []string{"ZMSCORE", "k", "b", "x"}, keys: tblK, want: []any{"2", nil}},
+	{name: "zcard", setup: tblZSetK, args: []string{"ZCARD", "k"}, keys: tblK, want: 2},
+	{name: "zcount", setup: tblZSetK, args: []string{"ZCOUNT", "k", "(1", "+inf"}, keys: tblK, want: 1},
+	{name: "zlexcount", setup: tblZSetK, args: []string{"ZLEXCOUNT", "k", "-", "+"}, keys: tblK, want: 2},
+	{name: "zrank", setup: tblZSetK, args: []string{"ZRANK", "k", "b"}, keys: tblK, want: 1},
+	{name: "zrevrank", setup: tblZSetK, args: []string{"ZREVRANK", "k", "b"}, keys: tblK, want: 0},
+	{name: "zrange", setup: tblZSetK, args: []string{"ZRANGE", "k", "0", "-1", "WITHSCORES"}, keys: tblK, want: []any{"a", "1", "b", "2"}},
+	{name: "zrevrange", setup: tblZSetK, args: []string{"ZREVRANGE", "k", "0", "-1"}, keys: tblK, want: []any{"b", "a"}},
+	{name: "zrangebyscore", setup: tblZSetK, args: []string{"ZRANGEBYSCORE", "k", "2", "+inf"}, keys: tblK, want: []any{"b"}},
+	{name: "zrevrangebyscore", setup: tblZSetK, args: []string{"ZREVRANGEBYSCORE", "k", "+inf", "-inf"}, keys: tblK, want: []any{"b", "a"}},
+	{name: "zrangebylex", setup: tblZSetK, args: []string{"ZRANGEBYLEX", "k", "[b", "+"}, keys: tblK, want: []any{"b"}},
+	{name: "zrevrangebylex", setup: tblZSetK, args: []string{"ZREVRANGEBYLEX", "k", "+", "-"}, keys: tblK, want: []any{"b", "a"}},
+	{name: "zrangestore", setup: tblZSetK, args: []string{"ZRANGESTORE", "d", "k", "0", "0"}, keys: []string{"d", "k"}, changes: []string{"d"}, want: 1},
+	{name: "zremrangebyrank", setup: tblZSetK, args: []string{"ZREMRANGEBYRANK", "k", "0", "0"}, keys: tblK, changes: tblK, want: 1},
+	{name: "zremrangebyscore", setup: tblZSetK, args: []string{"ZREMRANGEBYSCORE", "k", "2", "2"}, keys: tblK, changes: tblK, want: 1},
+	{name: "zremrangebylex", setup: tblZSetK, args: []string{"ZREMRANGEBYLEX", "k", "[a", "[a"}, keys: tblK, changes: tblK, want: 1},
+	{name: "zpopmin", setup: tblZSetK, args: []string{"ZPOPMIN", "k"}, keys: tblK, changes: tblK, want: []any{"a", "1"}},
+	{name: "zpopmax", setup: tblZSetK, args: []string{"ZPOPMAX", "k"}, keys: tblK, changes: tblK, want: []any{"b", "2"}},
+	{name: "bzpopmin", setup: tblZSetK, args: []string{"BZPOPMIN", "k", "1"}, keys: tblK, changes: tblK, want: []any{"k", "a", "1"}},
+	{name: "bzpopmax", setup: tblZSetK, args: []string{"BZPOPMAX", "k", "1"}, keys: tblK, changes: tblK, want: []any{"k", "b", "2"}},
+	{name: "zmpop", setup: tblZSetK, args: []string{"ZMPOP", "1", "k", "MIN"}, keys: tblK, changes: tblK, want: []any{"k", []any{[]any{"a", "1"}}}},
+	{name: "bzmpop", setup: tblZSetK, args: []string{"BZMPOP", "1", "1", "k", "MAX"}, keys: tblK, changes: tblK, want: []any{"k", []any{[]any{"b", "2"}}}},
+	{name: "zrandmember", setup: tblZSetK, args: []string{"ZRANDMEMBER", "k", "-3"}, keys: tblK, want: tblArrayLen(3)},
+	{name: "zunion", setup: tblZSetK, args: []string{"ZUNION", "2", "k", "x"}, keys: []string{"k", "x"}, want: []any{"a", "b"}},
+	{name: "zinter", setup: tblZSetK, args: []string{"ZINTER", "1", "k"}, keys: tblK, want: []any{"a", "b"}},
+	{name: "zdiff", setup: tblZSetK, args: []string{"ZDIFF", "2", "k", "x"}, keys: []string{"k", "x"}, want: []any{"a", "b"}},
+	{name: "zunionstore", setup: tblZSetK, args: []string{"ZUNIONSTORE", "d", "1", "k"}, keys: []string{"d", "k"}, changes: []string{"d"}, want: 2},
+	{name: "zinterstore", setup: tblZSetK, args: []string{"ZINTERSTORE", "d", "1", "k"}, keys: []string{"d", "k"}, changes: []string{"d"}, want: 2},
+	{name: "zdiffstore", setup: tblZSetK, args: []string{"ZDIFFSTORE", "d", "1", "k"}, keys: []string{"d", "k"}, changes: []string{"d"}, want: 2},
+	{name: "zintercard", setup: tblZSetK, args: []string{"ZINTERCARD", "1", "k"}, keys: tblK, want: 2},
+	{name: "zscan", setup: tblZSetK, args: []string{"ZSCAN", "k", "0"}, keys: tblK, want: []any{"0", []any{"a", "1", "b", "2"}}},
+
 	// generic
 	{name: "del", setup: tblSetABC, args: []string{"DEL", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
 	{name: "unlink", setup: tblSetABC, args: []string{"UNLINK", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
@@ -260,6 +297,9 @@ var (
 )
 
 func tblSetK(v string) [][]string { return [][]string{{"SET", "k", v}} }
+
+// tblZSetK makes k the sorted set a=1, b=2.
+var tblZSetK = [][]string{{"ZADD", "k", "1", "a", "2", "b"}}
 
 // tblListK makes k the list a, b.
 var tblListK = [][]string{{"RPUSH", "k", "a", "b"}}
@@ -731,6 +771,9 @@ func tblValue(c *tblConn, key string) string {
 		}
 		sort.Strings(pairs)
 		return typ + " " + strings.Join(pairs, ",")
+	case strings.Contains(typ, "zset"):
+		items, _ = c.do("ZRANGE", key, "0", "-1", "WITHSCORES").([]any)
+		return typ + " " + tblShow(items)
 	case strings.Contains(typ, "list"):
 		items, _ = c.do("LRANGE", key, "0", "-1").([]any)
 		return typ + " " + tblShow(items)

@@ -224,6 +224,18 @@ func (w *Writer) Double(f float64) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// DoubleText writes a floating-point reply whose text the caller formatted: RESP3
+// ",<text>", RESP2 a bulk string.
+func (w *Writer) DoubleText(text string) {
+	if w.proto == 3 {
+		w.buf = append(w.buf, ',')
+		w.buf = append(w.buf, text...)
+		w.buf = append(w.buf, '\r', '\n')
+		return
+	}
+	w.BulkString(text)
+}
+
 // Bool writes a boolean: RESP3 "#t"/"#f", RESP2 the integers 1 and 0.
 func (w *Writer) Bool(b bool) {
 	switch {

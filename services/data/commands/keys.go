@@ -509,6 +509,12 @@ func objectEncodingCmd(c *Ctx) {
 			enc = h.encoding()
 		case typeList:
 			enc = "quicklist"
+		case typeZSet:
+			z, err := decodeZSet(val)
+			if err != nil {
+				return err
+			}
+			enc = z.encoding()
 		case typeSet:
 			s, err := decodeSet(val)
 			if err != nil {

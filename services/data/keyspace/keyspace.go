@@ -27,6 +27,8 @@ const (
 	TypeSet uint8 = 2
 	// TypeList is a list, one record like a hash.
 	TypeList uint8 = 1
+	// TypeZSet is a sorted set, one record like a hash.
+	TypeZSet uint8 = 3
 )
 
 // RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
@@ -36,7 +38,7 @@ const RawHint uint8 = 0x10
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
 func knownType(t uint8) bool {
-	return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList
+	return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList || t == TypeZSet
 }
 
 // TypeName is the name TYPE reports for a value type.
@@ -50,6 +52,8 @@ func TypeName(t uint8) string {
 		return "set"
 	case TypeList:
 		return "list"
+	case TypeZSet:
+		return "zset"
 	}
 	return "none"
 }

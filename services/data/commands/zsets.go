@@ -1,0 +1,1230 @@
+package commands
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+const typeZSet = keyspace.TypeZSet
+
+func init() {
+	z := func(name string, arity int, flags Flag, since, summary string, h func(*Ctx)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "sorted-set", Since: since, Complexity: "O(log(N)) for a member, O(N) for the whole set (Lavik keeps a sorted set in one record: every change rewrites it)",
+			Summary: summary, Handler: h}
+	}
+	keys := func(c *Command, last int) *Command { c.LastKey = last; return c }
+	movable := func(c *Command, keys func([][]byte) ([]int, error)) *Command {
+		c.FirstKey, c.LastKey, c.Step, c.Keys = 0, 0, 0, keys
+		c.Flags |= FlagMovableKeys
+		return c
+	}
+	w, r := FlagWrite|FlagDenyOOM|FlagFast, FlagReadonly
+	register(
+		z("zadd", -4, w, "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zaddCmd),
+		z("zincrby", 4, w, "1.2.0", "Increments the score of a member in a sorted set.", zincrbyCmd),
+		z("zrem", -3, FlagWrite|FlagFast, "1.2.0", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", zremCmd),
+		z("zscore", 3, r|FlagFast, "1.2.0", "Returns the score of a member in a sorted set.", zscoreCmd),
+		z("zmscore", -3, r|FlagFast, "6.2.0", "Returns the score of one or more members in a sorted set.", zmscoreCmd),
+		z("zcard", 2, r|FlagFast, "1.2.0", "Returns the number of members in a sorted set.", zcardCmd),
+		z("zcount", 4, r|FlagFast, "2.0.0", "Returns the count of members in a sorted set that have scores within a range.", zcountCmd),
+		z("zlexcount", 4, r|FlagFast, "2.8.9", "Returns the number of members in a sorted set within a lexicographical range.", zlexcountCmd),
+		z("zrank", 3, r|FlagFast, "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", zrankCmd),
+		z("zrevrank", 3, r|FlagFast, "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", zrevrankCmd),
+		z("zrange", -4, r, "1.2.0", "Returns members in a sorted set within a range of indexes.", zrangeCmd),
+		z("zrevrange", -4, r, "1.2.0", "Returns members in a sorted set within a range of indexes in reverse order.", zrevrangeCmd),
+		z("zrangebyscore", -4, r, "1.0.5", "Returns members in a sorted set within a range of scores.", zrangebyscoreCmd),
+		z("zrevrangebyscore", -4, r, "2.2.0", "Returns members in a sorted set within a range of scores in reverse order.", zrevrangebyscoreCmd),
+		z("zrangebylex", -4, r, "2.8.9", "Returns members in a sorted set within a lexicographical range.", zrangebylexCmd),
+		z("zrevrangebylex", -4, r, "2.8.9", "Returns members in a sorted set within a lexicographical range in reverse order.", zrevrangebylexCmd),
+		keys(z("zrangestore", -5, FlagWrite|FlagDenyOOM, "6.2.0", "Stores a range of members from sorted set in a key.", zrangestoreCmd), 2),
+		z("zremrangebyrank", 4, FlagWrite, "2.0.0", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", zremrangebyrankCmd),
+		z("zremrangebyscore", 4, FlagWrite, "1.2.0", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", zremrangebyscoreCmd),
+		z("zremrangebylex", 4, FlagWrite, "2.8.9", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", zremrangebylexCmd),
+		z("zpopmin", -2, FlagWrite|FlagFast, "5.0.0", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopminCmd),
+		z("zpopmax", -2, FlagWrite|FlagFast, "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmaxCmd),
+		keys(z("bzpopmin", -3, FlagWrite|FlagFast|FlagBlocking, "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopminCmd), -2),
+		keys(z("bzpopmax", -3, FlagWrite|FlagFast|FlagBlocking, "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmaxCmd), -2),
+		movable(z("zmpop", -4, FlagWrite, "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpopCmd), zmpopKeys(1)),
+		movable(z("bzmpop", -5, FlagWrite|FlagBlocking, "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpopCmd), zmpopKeys(2)),
+		z("zrandmember", -2, r, "6.2.0", "Returns one or more random members from a sorted set.", zrandmemberCmd),
+		movable(z("zunion", -3, r, "6.2.0", "Returns the union of multiple sorted sets.", zunionCmd), numkeysKeys(1)),
+		movable(z("zinter", -3, r, "6.2.0", "Returns the intersect of multiple sorted sets.", zinterCmd), numkeysKeys(1)),
+		movable(z("zdiff", -3, r, "6.2.0", "Returns the difference between multiple sorted sets.", zdiffCmd), numkeysKeys(1)),
+		movable(z("zunionstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the union of multiple sorted sets in a key.", zunionstoreCmd), storeKeys),
+		movable(z("zinterstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zinterstoreCmd), storeKeys),
+		movable(z("zdiffstore", -4, FlagWrite|FlagDenyOOM, "6.2.0", "Stores the difference of multiple sorted sets in a key.", zdiffstoreCmd), storeKeys),
+		movable(z("zintercard", -3, r, "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zintercardCmd), numkeysKeys(1)),
+		z("zscan", -3, r, "2.8.0", "Iterates over members and scores of a sorted set.", zscanCmd),
+	)
+}
+
+func newZSet() *zsetValue { return &zsetValue{} }
+
+func readZSet(c *Ctx, key []byte) (*zsetValue, error) {
+	z, _, err := readValue(c, key, typeZSet, decodeZSet)
+	return z, err
+}
+
+func updateZSet(c *Ctx, key []byte, fn func(z *zsetValue, exists bool) (bool, error)) error {
+	return updateValue(c, key, typeZSet, decodeZSet, newZSet, fn)
+}
+
+// parseScore parses a score as Redis's strtod-based getDoubleFromObject: NaN is refused, and
+// so is a literal too large for a double (only "inf" itself is infinite).
+func parseScore(b []byte) (float64, bool) {
+	f, ok := ParseFloat(b)
+	if !ok || math.IsNaN(f) {
+		return 0, false
+	}
+	if math.IsInf(f, 0) {
+		t := b
+		if len(t) > 0 && (t[0] == '+' || t[0] == '-') {
+			t = t[1:]
+		}
+		if !isInfWord(t) {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+var errNaNScore = Error("ERR resulting score is not a number (NaN)")
+
+func (c *Ctx) score(f float64) { c.W.DoubleText(formatScore(f)) }
+
+func zaddCmd(c *Ctx) {
+	var nx, xx, gt, lt, ch, incr bool
+	i := 2
+	for ; i < len(c.Args); i++ {
+		switch {
+		case is(c.Args[i], "NX"):
+			nx = true
+		case is(c.Args[i], "XX"):
+			xx = true
+		case is(c.Args[i], "GT"):
+			gt = true
+		case is(c.Args[i], "LT"):
+			lt = true
+		case is(c.Args[i], "CH"):
+			ch = true
+		case is(c.Args[i], "INCR"):
+			incr = true
+		default:
+			goto pairs
+		}
+	}
+pairs:
+	n := len(c.Args) - i
+	if n == 0 || n%2 != 0 {
+		c.Err(ErrSyntax)
+		return
+	}
+	if incr && n > 2 {
+		c.Err(Error("ERR INCR option supports a single increment-element pair"))
+		return
+	}
+	if nx && xx {
+		c.Err(Error("ERR XX and NX options at the same time are not compatible"))
+		return
+	}
+	if gt && lt || gt && nx || lt && nx {
+		c.Err(Error("ERR GT, LT, and/or NX options at the same time are not compatible"))
+		return
+	}
+	scores := make([]float64, 0, n/2)
+	for j := i; j < len(c.Args); j += 2 {
+		s, ok := parseScore(c.Args[j])
+		if !ok {
+			c.Err(ErrNotFloat)
+			return
+		}
+		scores = append(scores, s)
+	}
+	var count int64
+	var result float64
+	aborted := false
+	err := updateZSet(c, c.Args[1], func(z *zsetValue, exists bool) (bool, error) {
+		count, aborted = 0, false
+		changed := false
+		for k, s := range scores {
+			m := c.Args[i+2*k+1]
+			cur, had := z.score(m)
+			switch {
+			case had && nx, !had && xx:
+				aborted = true
+				continue
+			}
+			if incr {
+				if had {
+					s += cur
+				}
+				if math.IsNaN(s) {
+					return false, errNaNScore
+				}
+			}
+			if had && (gt && s <= cur || lt && s >= cur) {
+				aborted = true
+				continue
+			}
+			result = s
+			switch {
+			case !had:
+				z.set(m, s)
+				count++
+				changed = true
+			case s != cur:
+				z.set(m, s)
+				if ch {
+					count++
+				}
+				changed = true
+			}
+		}
+		return changed, nil
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case incr && aborted:
+		c.W.Null()
+	case incr:
+		c.score(result)
+	default:
+		c.W.Int(count)
+	}
+}
+
+func zincrbyCmd(c *Ctx) {
+	incr, ok := parseScore(c.Args[2])
+	if !ok {
+		c.Err(ErrNotFloat)
+		return
+	}
+	var out float64
+	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
+		cur, _ := z.score(c.Args[3])
+		out = cur + incr
+		if math.IsNaN(out) {
+			return false, errNaNScore
+		}
+		z.set(c.Args[3], out)
+		return true, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.score(out)
+}
+
+func zremCmd(c *Ctx) {
+	var n int64
+	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
+		n = 0
+		for _, m := range c.Args[2:] {
+			if z.remove(m) {
+				n++
+			}
+		}
+		return n > 0, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(n)
+}
+
+func zscoreCmd(c *Ctx) {
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if z != nil {
+		if s, ok := z.score(c.Args[2]); ok {
+			c.score(s)
+			return
+		}
+	}
+	c.W.Null()
+}
+
+func zmscoreCmd(c *Ctx) {
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Array(len(c.Args) - 2)
+	for _, m := range c.Args[2:] {
+		if z != nil {
+			if s, ok := z.score(m); ok {
+				c.score(s)
+				continue
+			}
+		}
+		c.W.Null()
+	}
+}
+
+func zcardCmd(c *Ctx) {
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	n := 0
+	if z != nil {
+		n = z.len()
+	}
+	c.W.Int(int64(n))
+}
+
+func zcountCmd(c *Ctx) {
+	r, err := parseScoreRange(c.Args[2], c.Args[3])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	n := 0
+	if z != nil {
+		from, to := z.byScore(r)
+		n = to - from
+	}
+	c.W.Int(int64(n))
+}
+
+func zlexcountCmd(c *Ctx) {
+	r, err := parseLexRange(c.Args[2], c.Args[3])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	n := 0
+	if z != nil {
+		from, to := z.byLex(r)
+		n = to - from
+	}
+	c.W.Int(int64(n))
+}
+
+func zrankGeneric(c *Ctx, rev bool) {
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if z != nil {
+		if r, ok := z.rank(c.Args[2]); ok {
+			if rev {
+				r = z.len() - 1 - r
+			}
+			c.W.Int(int64(r))
+			return
+		}
+	}
+	c.W.Null()
+}
+
+func zrankCmd(c *Ctx)    { zrankGeneric(c, false) }
+func zrevrankCmd(c *Ctx) { zrankGeneric(c, true) }
+
+// zrangeSpec is a parsed ZRANGE family request.
+type zrangeSpec struct {
+	kind          int // rangeRank, rangeScore, rangeLex
+	rev           bool
+	withScores    bool
+	limit         bool
+	offset, count int64
+	start, stop   int64
+	score         scoreRange
+	lex           lexRange
+}
+
+const (
+	rangeRank = iota
+	rangeScore
+	rangeLex
+)
+
+// parseZRange parses what follows the key in ZRANGE (and its older forms, which fix kind and
+// rev and allow only some options): min max and the options from args[0] on. It follows
+// Redis's zrangeGenericCommand, errors included.
+func parseZRange(args [][]byte, kind int, rev, store bool) (zrangeSpec, error) {
+	sp := zrangeSpec{kind: kind, rev: rev, count: -1}
+	fixed := kind != rangeRank || rev // an older form: ZRANGEBYSCORE, ZREVRANGE, ...
+	for j := 2; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case !store && is(args[j], "WITHSCORES"):
+			sp.withScores = true
+		case is(args[j], "LIMIT") && more >= 2:
+			o, ok1 := ParseInt(args[j+1])
+			n, ok2 := ParseInt(args[j+2])
+			if !ok1 || !ok2 {
+				return sp, ErrNotInt
+			}
+			sp.limit, sp.offset, sp.count = true, o, n
+			j += 2
+		case !fixed && is(args[j], "BYSCORE"):
+			sp.kind = rangeScore
+		case !fixed && is(args[j], "BYLEX"):
+			sp.kind = rangeLex
+		case !fixed && is(args[j], "REV"):
+			sp.rev = true
+		default:
+			return sp, ErrSyntax
+		}
+	}
+	if sp.limit && sp.kind == rangeRank {
+		return sp, Error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	}
+	if sp.withScores && sp.kind == rangeLex {
+		return sp, Error("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+	}
+	lo, hi := args[0], args[1]
+	if sp.rev && sp.kind != rangeRank {
+		lo, hi = hi, lo // ZREVRANGEBYSCORE key max min
+	}
+	var err error
+	switch sp.kind {
+	case rangeRank:
+		var ok1, ok2 bool
+		sp.start, ok1 = ParseInt(args[0])
+		sp.stop, ok2 = ParseInt(args[1])
+		if !ok1 || !ok2 {
+			return sp, ErrNotInt
+		}
+	case rangeScore:
+		sp.score, err = parseScoreRange(lo, hi)
+	case rangeLex:
+		sp.lex, err = parseLexRange(lo, hi)
+	}
+	return sp, err
+}
+
+// selectRange returns the items sp selects, in reply order.
+func (z *zsetValue) selectRange(sp zrangeSpec) []zitem {
+	n := z.len()
+	var from, to int
+	switch sp.kind {
+	case rangeRank:
+		start, stop := sp.start, sp.stop
+		if start < 0 {
+			start += int64(n)
+		}
+		if stop < 0 {
+			stop += int64(n)
+		}
+		start = max(start, 0)
+		if start > stop || start >= int64(n) {
+			return nil
+		}
+		stop = min(stop, int64(n)-1)
+		if sp.rev {
+			from, to = n-1-int(stop), n-int(start)
+		} else {
+			from, to = int(start), int(stop)+1
+		}
+	case rangeScore:
+		from, to = z.byScore(sp.score)
+	case rangeLex:
+		from, to = z.byLex(sp.lex)
+	}
+	items := make([]zitem, 0, to-from)
+	if sp.rev {
+		for i := to - 1; i >= from; i-- {
+			items = append(items, z.items[i])
+		}
+	} else {
+		items = append(items, z.items[from:to]...)
+	}
+	if sp.limit {
+		if sp.offset < 0 || sp.offset >= int64(len(items)) {
+			return nil
+		}
+		items = items[sp.offset:]
+		if sp.count >= 0 && sp.count < int64(len(items)) {
+			items = items[:sp.count]
+		}
+	}
+	return items
+}
+
+// writeItems replies with members, and their scores if asked: RESP2 a flat array, RESP3 an
+// array of [member, score] pairs.
+func writeItems(c *Ctx, items []zitem, withScores bool) {
+	switch {
+	case !withScores:
+		c.W.Array(len(items))
+	case c.W.Proto() >= 3:
+		c.W.Array(len(items))
+	default:
+		c.W.Array(2 * len(items))
+	}
+	for _, it := range items {
+		if withScores && c.W.Proto() >= 3 {
+			c.W.Array(2)
+		}
+		c.W.Bulk(it.member)
+		if withScores {
+			c.score(it.score)
+		}
+	}
+}
+
+func zrangeGeneric(c *Ctx, kind int, rev bool) {
+	sp, err := parseZRange(c.Args[2:], kind, rev, false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if z == nil {
+		z = newZSet()
+	}
+	writeItems(c, z.selectRange(sp), sp.withScores)
+}
+
+func zrangeCmd(c *Ctx)           { zrangeGeneric(c, rangeRank, false) }
+func zrevrangeCmd(c *Ctx)        { zrangeGeneric(c, rangeRank, true) }
+func zrangebyscoreCmd(c *Ctx)    { zrangeGeneric(c, rangeScore, false) }
+func zrevrangebyscoreCmd(c *Ctx) { zrangeGeneric(c, rangeScore, true) }
+func zrangebylexCmd(c *Ctx)      { zrangeGeneric(c, rangeLex, false) }
+func zrevrangebylexCmd(c *Ctx)   { zrangeGeneric(c, rangeLex, true) }
+
+func zrangestoreCmd(c *Ctx) {
+	sp, err := parseZRange(c.Args[3:], rangeRank, false, true)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var n int
+	keys := []kspKey{{DB: c.DB(), Key: c.Args[1]}, {DB: c.DB(), Key: c.Args[2]}}
+	err = c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		src := newZSet()
+		if m, ok := tx.Meta(1); ok {
+			if m.Type != typeZSet {
+				return ErrWrongType
+			}
+			b, _, err := tx.Value(1)
+			if err != nil {
+				return err
+			}
+			if src, err = decodeZSet(b); err != nil {
+				return err
+			}
+		}
+		dst := newZSet()
+		for _, it := range src.selectRange(sp) {
+			dst.set(it.member, it.score)
+		}
+		n = dst.len()
+		return putValue(tx, 0, dst, 0, typeZSet)
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+func zremRange(c *Ctx, kind int) {
+	sp, err := parseZRange(c.Args[2:4], kind, false, true)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	var n int
+	err = updateZSet(c, c.Args[1], func(z *zsetValue, exists bool) (bool, error) {
+		n = 0
+		if !exists {
+			return false, nil
+		}
+		items := z.selectRange(sp)
+		for _, it := range items {
+			z.remove(it.member)
+		}
+		n = len(items)
+		return n > 0, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+func zremrangebyrankCmd(c *Ctx)  { zremRange(c, rangeRank) }
+func zremrangebyscoreCmd(c *Ctx) { zremRange(c, rangeScore) }
+func zremrangebylexCmd(c *Ctx)   { zremRange(c, rangeLex) }
+
+// zpop pops up to count items (the lowest scores, or the highest with max) from the first
+// non-empty sorted set of keys: its key and the items, or a nil key.
+func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zitem, err error) {
+	ks := make([]kspKey, len(keys))
+	for i, k := range keys {
+		ks[i] = kspKey{DB: c.DB(), Key: k}
+	}
+	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		key, items = nil, nil
+		for i := range keys {
+			m, ok := tx.Meta(i)
+			if !ok {
+				continue
+			}
+			if m.Type != typeZSet {
+				return ErrWrongType
+			}
+			b, _, err := tx.Value(i)
+			if err != nil {
+				return err
+			}
+			z, err := decodeZSet(b)
+			if err != nil {
+				return err
+			}
+			for n := int64(0); n < count && z.len() > 0; n++ {
+				j := 0
+				if max {
+					j = z.len() - 1
+				}
+				items = append(items, z.items[j])
+				z.removeRange(j, j+1)
+			}
+			key = keys[i]
+			return putValue(tx, i, z, m.ExpireAt, typeZSet)
+		}
+		return nil
+	})
+	return key, items, err
+}
+
+// zpopCmd is ZPOPMIN and ZPOPMAX: RESP2 a flat array; RESP3 [member, score] without a count
+// and pairs with one.
+func zpopCmd(c *Ctx, max bool) {
+	if len(c.Args) > 3 {
+		c.Err(ErrSyntax)
+		return
+	}
+	count, nested := int64(1), false
+	if len(c.Args) == 3 {
+		n, ok := ParseInt(c.Args[2])
+		if !ok || n < 0 {
+			c.Err(errPositive)
+			return
+		}
+		count, nested = n, true
+	}
+	if count == 0 {
+		// Still WRONGTYPE for a key of another type.
+		if _, err := readZSet(c, c.Args[1]); err != nil {
+			c.Err(err)
+			return
+		}
+		c.W.Array(0)
+		return
+	}
+	_, items, err := zpop(c, c.Args[1:2], max, count)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if nested {
+		writeItems(c, items, true)
+		return
+	}
+	c.W.Array(2 * len(items))
+	for _, it := range items {
+		c.W.Bulk(it.member)
+		c.score(it.score)
+	}
+}
+
+func zpopminCmd(c *Ctx) { zpopCmd(c, false) }
+func zpopmaxCmd(c *Ctx) { zpopCmd(c, true) }
+
+// bzpopCmd is BZPOPMIN and BZPOPMAX: [key, member, score], or a null array at the timeout.
+func bzpopCmd(c *Ctx, max bool) {
+	deadline, err := parseTimeout(c, c.Args[len(c.Args)-1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	keys := c.Args[1 : len(c.Args)-1]
+	key, items, err := zpop(c, keys, max, 1)
+	switch {
+	case err != nil:
+		c.Err(err)
+	case key == nil && blockOn(c, keys, deadline):
+	case key == nil:
+		c.W.NullArray()
+	default:
+		c.W.Array(3)
+		c.W.Bulk(key)
+		c.W.Bulk(items[0].member)
+		c.score(items[0].score)
+	}
+}
+
+func bzpopminCmd(c *Ctx) { bzpopCmd(c, false) }
+func bzpopmaxCmd(c *Ctx) { bzpopCmd(c, true) }
+
+// zmpopArgs parses [B]ZMPOP's numkeys keys MIN|MAX [COUNT count] from position at.
+func zmpopArgs(args [][]byte, at int) (keys [][]byte, max bool, count int64, err error) {
+	numkeys, ok := ParseInt(args[at])
+	if !ok || numkeys < 1 {
+		return nil, false, 0, Error("ERR numkeys should be greater than 0")
+	}
+	where := int64(at) + numkeys + 1
+	if where >= int64(len(args)) {
+		return nil, false, 0, ErrSyntax
+	}
+	switch {
+	case is(args[where], "MIN"):
+	case is(args[where], "MAX"):
+		max = true
+	default:
+		return nil, false, 0, ErrSyntax
+	}
+	count = -1
+	for j := int(where) + 1; j < len(args); j++ {
+		if count == -1 && is(args[j], "COUNT") && j+1 < len(args) {
+			j++
+			if count, ok = ParseInt(args[j]); !ok || count < 1 {
+				return nil, false, 0, Error("ERR count should be greater than 0")
+			}
+		} else {
+			return nil, false, 0, ErrSyntax
+		}
+	}
+	if count == -1 {
+		count = 1
+	}
+	return args[at+1 : where], max, count, nil
+}
+
+func zmpopKeys(at int) func([][]byte) ([]int, error) {
+	return func(args [][]byte) ([]int, error) {
+		keys, _, _, err := zmpopArgs(args, at)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]int, len(keys))
+		for i := range out {
+			out[i] = at + 1 + i
+		}
+		return out, nil
+	}
+}
+
+func zmpopReply(c *Ctx, keys [][]byte, max bool, count int64, deadline time.Time, block bool) {
+	key, items, err := zpop(c, keys, max, count)
+	switch {
+	case err != nil:
+		c.Err(err)
+	case key == nil && block && blockOn(c, keys, deadline):
+	case key == nil:
+		c.W.NullArray()
+	default:
+		c.W.Array(2)
+		c.W.Bulk(key)
+		c.W.Array(len(items))
+		for _, it := range items {
+			c.W.Array(2)
+			c.W.Bulk(it.member)
+			c.score(it.score)
+		}
+	}
+}
+
+func zmpopCmd(c *Ctx) {
+	keys, max, count, err := zmpopArgs(c.Args, 1)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	zmpopReply(c, keys, max, count, time.Time{}, false)
+}
+
+func bzmpopCmd(c *Ctx) {
+	deadline, err := parseTimeout(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	keys, max, count, err := zmpopArgs(c.Args, 2)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	zmpopReply(c, keys, max, count, deadline, true)
+}
+
+// zrandmemberCmd follows HRANDFIELD (hashes.go).
+func zrandmemberCmd(c *Ctx) {
+	if len(c.Args) == 2 {
+		z, err := readZSet(c, c.Args[1])
+		switch {
+		case err != nil:
+			c.Err(err)
+		case z == nil:
+			c.W.Null()
+		default:
+			c.W.Bulk(z.items[rand.IntN(z.len())].member)
+		}
+		return
+	}
+	count, ok := ParseInt(c.Args[2])
+	if !ok {
+		c.Err(ErrNotInt)
+		return
+	}
+	if count == math.MinInt64 {
+		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
+		return
+	}
+	withScores := false
+	if len(c.Args) == 4 && is(c.Args[3], "WITHSCORES") {
+		withScores = true
+	} else if len(c.Args) > 3 {
+		c.Err(ErrSyntax)
+		return
+	}
+	if withScores && (count < -math.MaxInt64/2 || count > math.MaxInt64/2) {
+		c.Err(Error("ERR value is out of range"))
+		return
+	}
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	resp3 := c.W.Proto() >= 3
+	if z != nil && count < 0 {
+		if withScores && !resp3 {
+			c.W.Array(int(-2 * count))
+		} else {
+			c.W.Array(int(-count))
+		}
+		for n := int64(0); n < -count; n++ {
+			it := z.items[rand.IntN(z.len())]
+			if withScores && resp3 {
+				c.W.Array(2)
+			}
+			c.W.Bulk(it.member)
+			if withScores {
+				c.score(it.score)
+			}
+			if !c.MaybeFlush() {
+				return
+			}
+		}
+		return
+	}
+	var picks []zitem
+	if z != nil && count > 0 {
+		for _, i := range rand.Perm(z.len())[:min(int(min(count, int64(z.len()))), z.len())] {
+			picks = append(picks, z.items[i])
+		}
+	}
+	writeItems(c, picks, withScores)
+}
+
+// zsetOp is ZUNION, ZINTER or ZDIFF.
+type zsetOp int
+
+const (
+	zUnion zsetOp = iota
+	zInter
+	zDiff
+)
+
+// zopArgs are the parsed numkeys, keys, weights, aggregate and WITHSCORES of ZUNION and the
+// others, from position at (numkeys).
+type zopArgs struct {
+	keys       [][]byte
+	weights    []float64
+	agg        string
+	withScores bool
+}
+
+func parseZOp(c *Ctx, op zsetOp, args [][]byte, at int, store bool) (zopArgs, error) {
+	a := zopArgs{agg: "sum"}
+	numkeys, ok := ParseInt(args[at])
+	if !ok {
+		return a, ErrNotInt
+	}
+	if numkeys < 1 {
+		return a, Error("ERR at least 1 input key is needed for '" + c.Cmd.Name + "' command")
+	}
+	if numkeys > int64(len(args)-at-1) {
+		return a, ErrSyntax
+	}
+	a.keys = args[at+1 : at+1+int(numkeys)]
+	for j := at + 1 + int(numkeys); j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case op != zDiff && is(args[j], "WEIGHTS") && more >= int(numkeys):
+			for k := 0; k < int(numkeys); k++ {
+				j++
+				w, ok := parseScore(args[j])
+				if !ok {
+					return a, Error("ERR weight value is not a float")
+				}
+				a.weights = append(a.weights, w)
+			}
+		case op != zDiff && is(args[j], "AGGREGATE") && more >= 1:
+			j++
+			switch {
+			case is(args[j], "SUM"):
+				a.agg = "sum"
+			case is(args[j], "MIN"):
+				a.agg = "min"
+			case is(args[j], "MAX"):
+				a.agg = "max"
+			default:
+				return a, ErrSyntax
+			}
+		case !store && is(args[j], "WITHSCORES"):
+			a.withScores = true
+		default:
+			return a, ErrSyntax
+		}
+	}
+	return a, nil
+}
+
+// txZSources reads keys from position first of tx as sorted sets; a set counts as a sorted set
+// of score 1, as in Redis; anything else is WRONGTYPE. A missing key is nil.
+func txZSources(tx *keyspace.Tx, first, n int) ([]*zsetValue, error) {
+	out := make([]*zsetValue, n)
+	var need error
+	for i := 0; i < n; i++ {
+		m, ok := tx.Meta(first + i)
+		if !ok {
+			continue
+		}
+		if m.Type != typeZSet && m.Type != typeSet {
+			return nil, ErrWrongType
+		}
+		b, _, err := tx.Value(first + i)
+		if err != nil {
+			need = err
+			continue
+		}
+		if m.Type == typeSet {
+			s, err := decodeSet(b)
+			if err != nil {
+				return nil, err
+			}
+			z := newZSet()
+			for _, mem := range s.members {
+				z.set(mem, 1)
+			}
+			out[i] = z
+			continue
+		}
+		if out[i], err = decodeZSet(b); err != nil {
+			return nil, err
+		}
+	}
+	if need != nil {
+		return nil, need
+	}
+	return out, nil
+}
+
+// combineZ computes op over sets with a's weights and aggregate, in Redis's reply order.
+func combineZ(op zsetOp, sets []*zsetValue, a zopArgs) *zsetValue {
+	weight := func(i int) float64 {
+		if a.weights == nil {
+			return 1
+		}
+		return a.weights[i]
+	}
+	agg := func(x, y float64) float64 {
+		var r float64
+		switch a.agg {
+		case "min":
+			r = math.Min(x, y)
+		case "max":
+			r = math.Max(x, y)
+		default:
+			r = x + y
+		}
+		if math.IsNaN(r) {
+			return 0
+		}
+		return r
+	}
+	scaled := func(s, w float64) float64 {
+		r := s * w
+		if math.IsNaN(r) {
+			return 0 // inf * 0
+		}
+		return r
+	}
+	out := newZSet()
+	switch op {
+	case zUnion:
+		acc := map[string]float64{}
+		var order [][]byte
+		for i, z := range sets {
+			if z == nil {
+				continue
+			}
+			for _, it := range z.items {
+				s := scaled(it.score, weight(i))
+				if cur, ok := acc[string(it.member)]; ok {
+					acc[string(it.member)] = agg(cur, s)
+				} else {
+					acc[string(it.member)] = s
+					order = append(order, it.member)
+				}
+			}
+		}
+		for _, m := range order {
+			out.set(m, acc[string(m)])
+		}
+	case zInter:
+		for _, z := range sets {
+			if z == nil {
+				return out
+			}
+		}
+		for _, it := range sets[0].items {
+			s := scaled(it.score, weight(0))
+			in := true
+			for i, z := range sets[1:] {
+				other, ok := z.score(it.member)
+				if !ok {
+					in = false
+					break
+				}
+				s = agg(s, scaled(other, weight(i+1)))
+			}
+			if in {
+				out.set(it.member, s)
+			}
+		}
+	case zDiff:
+		if sets[0] == nil {
+			return out
+		}
+		for _, it := range sets[0].items {
+			in := false
+			for _, z := range sets[1:] {
+				if z != nil {
+					if _, ok := z.score(it.member); ok {
+						in = true
+						break
+					}
+				}
+			}
+			if !in {
+				out.set(it.member, it.score)
+			}
+		}
+	}
+	return out
+}
+
+// numkeysKeys finds the keys of a command whose numkeys is at position at.
+func numkeysKeys(at int) func([][]byte) ([]int, error) {
+	return func(args [][]byte) ([]int, error) {
+		n, ok := ParseInt(args[at])
+		if !ok || n < 1 || n > int64(len(args)-at-1) {
+			return nil, ErrSyntax
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = at + 1 + i
+		}
+		return out, nil
+	}
+}
+
+// storeKeys finds the keys of ZUNIONSTORE and the like: the destination, then numkeys keys.
+func storeKeys(args [][]byte) ([]int, error) {
+	src, err := numkeysKeys(2)(args)
+	if err != nil {
+		return nil, err
+	}
+	return append([]int{1}, src...), nil
+}
+
+func zopCmd(c *Ctx, op zsetOp) {
+	a, err := parseZOp(c, op, c.Args, 1, false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	ks := make([]kspKey, len(a.keys))
+	for i, k := range a.keys {
+		ks[i] = kspKey{DB: c.DB(), Key: k}
+	}
+	var res *zsetValue
+	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		sets, err := txZSources(tx, 0, len(ks))
+		if err != nil {
+			return err
+		}
+		res = combineZ(op, sets, a)
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	writeItems(c, res.items, a.withScores)
+}
+
+func zunionCmd(c *Ctx) { zopCmd(c, zUnion) }
+func zinterCmd(c *Ctx) { zopCmd(c, zInter) }
+func zdiffCmd(c *Ctx)  { zopCmd(c, zDiff) }
+
+func zopStoreCmd(c *Ctx, op zsetOp) {
+	a, err := parseZOp(c, op, c.Args, 2, true)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	ks := []kspKey{{DB: c.DB(), Key: c.Args[1]}}
+	for _, k := range a.keys {
+		ks = append(ks, kspKey{DB: c.DB(), Key: k})
+	}
+	var n int
+	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		sets, err := txZSources(tx, 1, len(a.keys))
+		if err != nil {
+			return err
+		}
+		res := combineZ(op, sets, a)
+		for i := range res.items {
+			res.items[i].member = append([]byte(nil), res.items[i].member...)
+		}
+		res.index = nil
+		n = res.len()
+		return putValue(tx, 0, res, 0, typeZSet)
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(int64(n))
+}
+
+func zunionstoreCmd(c *Ctx) { zopStoreCmd(c, zUnion) }
+func zinterstoreCmd(c *Ctx) { zopStoreCmd(c, zInter) }
+func zdiffstoreCmd(c *Ctx)  { zopStoreCmd(c, zDiff) }
+
+// zintercardArgs parses ZINTERCARD numkeys key [key ...] [LIMIT limit] as Redis's
+// zunionInterDiffGenericCommand does (its errors differ from SINTERCARD's).
+func zintercardArgs(c *Ctx) (numkeys, limit int64, err error) {
+	numkeys, ok := ParseInt(c.Args[1])
+	switch {
+	case !ok:
+		return 0, 0, ErrNotInt
+	case numkeys < 1:
+		return 0, 0, Error("ERR at least 1 input key is needed for 'zintercard' command")
+	case numkeys > int64(len(c.Args)-2):
+		return 0, 0, ErrSyntax
+	}
+	for j := 2 + int(numkeys); j < len(c.Args); j++ {
+		if is(c.Args[j], "LIMIT") && j+1 < len(c.Args) {
+			j++
+			if limit, ok = ParseInt(c.Args[j]); !ok || limit < 0 {
+				return 0, 0, Error("ERR LIMIT can't be negative")
+			}
+		} else {
+			return 0, 0, ErrSyntax
+		}
+	}
+	return numkeys, limit, nil
+}
+
+func zintercardCmd(c *Ctx) {
+	numkeys, limit, err := zintercardArgs(c)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	ks := make([]kspKey, numkeys)
+	for i := range ks {
+		ks[i] = kspKey{DB: c.DB(), Key: c.Args[2+i]}
+	}
+	var n int64
+	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		sets, err := txZSources(tx, 0, len(ks))
+		if err != nil {
+			return err
+		}
+		n = int64(combineZ(zInter, sets, zopArgs{agg: "sum"}).len())
+		return nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	c.W.Int(n)
+}
+
+// zscanCmd pages as HSCAN does; scores are bulk strings, in RESP3 too, as Redis's.
+func zscanCmd(c *Ctx) {
+	if _, ok := parseCursor(c.Args[2]); !ok {
+		c.Err(ErrInvalidCursor)
+		return
+	}
+	z, err := readZSet(c, c.Args[1])
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	a, err := parseScanArgs(c.Args[2:], false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if z == nil {
+		z = newZSet()
+	}
+	members := make([][]byte, z.len())
+	for i, it := range z.items {
+		members[i] = it.member
+	}
+	if z.flags&zsetSkiplistEnc == 0 {
+		a.count = max(z.len(), 1)
+	}
+	page, next := scanPage(members, a)
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(2 * len(page))
+	for _, i := range page {
+		c.W.Bulk(z.items[i].member)
+		c.W.BulkString(formatScore(z.items[i].score))
+	}
+}
