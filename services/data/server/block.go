@@ -120,6 +120,11 @@ func (lp *loop) block(c *conn, args [][]byte) {
 	}
 	lp.s.blockers.add(c)
 	c.isBlocked.Store(true)
+	// A push between the command finding nothing and this registration woke nobody: look once
+	// more, now that any later push will wake c.
+	if c.retryPosted.CompareAndSwap(false, true) {
+		lp.post(loopMsg{kind: msgRetry, c: c})
+	}
 	if !req.Deadline.IsZero() {
 		c.blockTimer = time.AfterFunc(time.Until(req.Deadline), func() {
 			lp.post(loopMsg{kind: msgBlockTimeout, c: c})
