@@ -16,6 +16,18 @@ type collection interface {
 // readValue reads the collection of type typ at key for a command that only reads it: found
 // false when the key does not exist, ErrWrongType when it holds another type.
 func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) (T, error)) (v T, found bool, err error) {
+	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) {
+		switch {
+		case p.Err != nil:
+			return v, false, p.Err
+		case !p.Found:
+			return v, false, nil
+		case p.Meta.Type != typ:
+			return v, false, ErrWrongType
+		}
+		v, err = decode(bytes.Clone(p.Val))
+		return v, err == nil, err
+	}
 	found, err = c.KS.Get(c.Sess, c.DB(), key, func(val keyspace.Value, m keyspace.Meta) error {
 		if m.Type != typ {
 			return ErrWrongType

@@ -192,10 +192,24 @@ type Ctx struct {
 	// answers at once, as if timed out), as inside MULTI.
 	Block   *BlockRequest
 	NoBlock bool
+	// Pre, set by the server for a FlagPrefetch command, is its key as the server's batch of
+	// reads found it; readValue takes it instead of reading the key again.
+	Pre *Prefetched
 	// Owed is how many bytes of a value being streamed (writeValue) are still to come: with
 	// the replies not yet written, what the client is owed, which Redis would hold in its
 	// output buffer (client-output-buffer-limit).
 	Owed int64
+}
+
+// Prefetched is one key's record as a batch of reads found it: Found false for a missing key,
+// Err for a read that failed. Val is valid while the command runs.
+type Prefetched struct {
+	DB    int
+	Key   []byte
+	Val   []byte
+	Meta  keyspace.Meta
+	Found bool
+	Err   error
 }
 
 // BlockRequest is what a blocked command waits for: a write to one of Keys of database DB, or

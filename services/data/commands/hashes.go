@@ -112,16 +112,21 @@ func hreplaceCmd(c *Ctx) {
 	if !pairsArity(c) {
 		return
 	}
-	var n int
-	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
-		// A new hash of exactly the fields given; the key keeps its expire time, as an
-		// HSET would.
-		*h = hashValue{}
-		for i := 2; i < len(c.Args); i += 2 {
-			h.set(c.Args[i], c.Args[i+1])
+	// A new hash of exactly the fields given; the key keeps its expire time, as an HSET
+	// would. The old value is not read: only its type and expire time matter.
+	h := &hashValue{}
+	for i := 2; i < len(c.Args); i += 2 {
+		h.set(c.Args[i], c.Args[i+1])
+	}
+	n := h.len()
+	val := h.encode()
+	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		m, exists := tx.Meta(0)
+		if exists && m.Type != typeHash {
+			return ErrWrongType
 		}
-		n = h.len()
-		return true, nil
+		tx.Put(0, val, m.ExpireAt, typeHash)
+		return nil
 	})
 	if err != nil {
 		c.Err(err)

@@ -25,6 +25,10 @@ const (
 	FlagAllowBusy                    // allowed while a script is busy
 	FlagMovableKeys                  // its keys are found by Keys, not by FirstKey..LastKey
 	FlagBlocking                     // may block the client (BLPOP, ...): runs on the event loop
+	// FlagPrefetch (not a Redis flag, never listed): the command reads one key, argument 1, whole
+	// and nothing else, so an event loop may read that key in its batch of disk reads and run
+	// the command on what was read (Ctx.Pre).
+	FlagPrefetch
 )
 
 var flagNames = []struct {
@@ -114,10 +118,25 @@ func (c *Command) KeyIndexes(argc int) []int {
 var table = map[string]*Command{}
 
 // register adds commands to the table; called from each family file's init.
+// prefetchable are the commands that read one key, argument 1, whole and nothing else
+// (FlagPrefetch). Random picks are not among them: their counts may ask for long replies.
+var prefetchable = map[string]bool{
+	"hget": true, "hmget": true, "hlen": true, "hstrlen": true, "hexists": true, "hkeys": true,
+	"hvals": true, "hgetall": true, "hscan": true,
+	"smembers": true, "sismember": true, "smismember": true, "scard": true, "sscan": true,
+	"llen": true, "lrange": true, "lindex": true, "lpos": true,
+	"zscore": true, "zmscore": true, "zcard": true, "zcount": true, "zlexcount": true, "zrank": true,
+	"zrevrank": true, "zrange": true, "zrevrange": true, "zrangebyscore": true,
+	"zrevrangebyscore": true, "zrangebylex": true, "zrevrangebylex": true, "zscan": true,
+}
+
 func register(cmds ...*Command) {
 	for _, c := range cmds {
 		if _, dup := table[c.Name]; dup {
 			panic("commands: duplicate command " + c.Name)
+		}
+		if prefetchable[c.Name] {
+			c.Flags |= FlagPrefetch
 		}
 		for name, sub := range c.Subcommands {
 			sub.Name = c.Name + "|" + name

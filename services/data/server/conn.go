@@ -14,6 +14,7 @@ import (
 
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/keyspace"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -61,6 +62,7 @@ type conn struct {
 	getFrom, getLen    int   // the run of GETs in the batch: its first command, its length
 	getDone, getLarge  int   // GETs answered; the first that found a large value (-1: none)
 	getSeen            int   // GETs of the run the batch has handed back
+	getGets            int   // of the commands answered, the GETs (the others count themselves)
 	getMark            int
 	getNotes           uint64
 	getStart           time.Time
@@ -204,7 +206,7 @@ func (c *conn) runDetached() {
 		if blockingCmd(cmds[0].Args) {
 			break // it parks on the loop
 		}
-		if n := c.getRun(cmds); n > 1 {
+		if n := c.getRun(cmds, false); n > 1 {
 			c.dispatchGets(cmds[:n])
 			c.next += n
 		} else {
@@ -459,16 +461,50 @@ func (c *conn) dispatch(args [][]byte) {
 // getRun returns how many commands from the start of cmds are plain GETs that may run as one
 // batch of disk reads: consecutive, so no other command of this connection sits between them
 // and the batch reads what the GETs one by one could have read; from an authenticated client
-// whose replies are on.
-func (c *conn) getRun(cmds []resp.Command) int {
+// whose replies are on. With reads, the run may also hold commands that read one key whole
+// (commands.FlagPrefetch: HGETALL, LRANGE, ZSCORE, ...), which the event loop runs on what the
+// batch read.
+func (c *conn) getRun(cmds []resp.Command, reads bool) int {
 	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
 		return 0
 	}
 	n := 0
-	for n < len(cmds) && n < maxBatch && len(cmds[n].Args) == 2 && isGet(cmds[n].Args[0]) {
+	for n < len(cmds) && n < maxBatch {
+		args := cmds[n].Args
+		switch {
+		case len(args) == 2 && isGet(args[0]):
+		case reads && prefetchable(args):
+		default:
+			return n
+		}
 		n++
 	}
 	return n
+}
+
+// prefetchable reports whether args are a FlagPrefetch command with the arguments its arity
+// asks for.
+func prefetchable(args [][]byte) bool {
+	if len(args) < 2 {
+		return false
+	}
+	cmd := commands.Lookup(args[0])
+	return cmd != nil && cmd.Flags&commands.FlagPrefetch != 0 && cmd.CheckArity(len(args))
+}
+
+// prefetchReply runs a FlagPrefetch command of the batch on what the batch read of its key
+// (see writeGetReply).
+func (c *conn) prefetchReply(args [][]byte, v keyspace.Value, m keyspace.Meta, ok bool, err error) {
+	p := &commands.Prefetched{DB: c.ctx.DB(), Key: args[1], Meta: m, Found: ok, Err: err}
+	if ok && err == nil {
+		p.Val, p.Err = v.Bytes()
+	}
+	c.ctx.Pre = p
+	c.dispatch(args)
+	c.ctx.Pre = nil
+	c.noteSpan(c.getMark, c.getNotes, false)
+	c.getMark, c.getNotes = c.w.Len(), c.ctx.Sess.Notes()
+	c.getDone++
 }
 
 // isGet reports whether a command name is GET, without the table lookup dispatch does anyway.

@@ -148,3 +148,52 @@ func TestReadOfWriteThatFailed(t *testing.T) {
 	w.send(cmd{"INCR", "n"})
 	w.expect(":3")
 }
+
+// TestPrefetchedReadWaitsForSync: reads of a collection that the event loop answers from its
+// batch of reads (HGET, HGETALL, HLEN in one pipeline) wait, as GET does, for the
+// sync of the write they read, on the in-memory server (pread batches) and on the real file
+// system (the loop's io_uring ring).
+func TestPrefetchedReadWaitsForSync(t *testing.T) {
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pread", true: "ring"}[disk], func(t *testing.T) {
+			gate := newSyncGate()
+			var ts *testServer
+			if disk {
+				ts = startDiskServer(t, gate)
+			} else {
+				ts = startServer(t, vfs.NewErrorFS(vfs.NewMem(), gate))
+			}
+			defer gate.open()
+			w, r := ts.dial(t), ts.dial(t)
+			w.send(cmd{"SET", "s", "synced"})
+			w.expect("+OK")
+			gate.armed.Store(true)
+			w.send(cmd{"HSET", "h", "f", "v", "g", "w"})
+			setReply := pending(w)
+			select {
+			case <-gate.entered:
+			case <-time.After(waitFor):
+				t.Fatal("the HSET's sync never started")
+			}
+			r.send(cmd{"GET", "s"})
+			if got := r.read(); got != bulk("synced") {
+				t.Fatalf("GET of a synced key: %s", got)
+			}
+			reply := pending(r)
+			r.send(cmd{"HGET", "h", "f"}, cmd{"HGETALL", "h"}, cmd{"HLEN", "h"})
+			noReplyWhileHeld(t, reply, "HGET of a hash whose write is not synced")
+			gate.armed.Store(false)
+			gate.open()
+			if got := replyOf(t, setReply); got != ":2" {
+				t.Fatalf("HSET: %s", got)
+			}
+			if got := replyOf(t, reply); got != bulk("v") {
+				t.Fatalf("HGET after the sync: %s", got)
+			}
+			if got := r.read(); !strings.Contains(got, `"f"`) || !strings.Contains(got, `"w"`) {
+				t.Fatalf("HGETALL after the sync: %s", got)
+			}
+			r.expect(":2")
+		})
+	}
+}

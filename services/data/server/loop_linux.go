@@ -450,7 +450,7 @@ func (lp *loop) runCmds(c *conn) bool {
 			}
 		}
 		cmds := c.cmds[c.next:]
-		if n := c.getRun(cmds); n > 0 {
+		if n := c.getRun(cmds, true); n > 0 {
 			lp.queueGets(c, cmds[:n])
 			return false
 		}
@@ -476,7 +476,7 @@ func (lp *loop) runCmds(c *conn) bool {
 
 // queueGets adds a run of GETs of c to the round's batch.
 func (lp *loop) queueGets(c *conn, run []resp.Command) {
-	c.getFrom, c.getLen, c.getDone, c.getLarge, c.getSeen = c.next, len(run), 0, -1, 0
+	c.getFrom, c.getLen, c.getDone, c.getLarge, c.getSeen, c.getGets = c.next, len(run), 0, -1, 0, 0
 	c.getStart = time.Now()
 	db := c.ctx.DB()
 	for _, cmd := range run {
@@ -503,7 +503,7 @@ func (lp *loop) runGets() {
 			c.getLarge = c.getDone
 			return
 		}
-		c.writeGetReply(v, m, ok, err)
+		c.batchReply(v, m, ok, err)
 	})
 	seen := map[*conn]bool{}
 	for _, c := range conns {
@@ -545,7 +545,7 @@ func (lp *loop) stepGets() bool {
 				if errors.Is(err, keyspace.ErrLarge) {
 					c.getLarge = c.getDone
 				} else {
-					c.writeGetReply(v, m, ok, err)
+					c.batchReply(v, m, ok, err)
 				}
 			}
 			c.getSeen++
@@ -568,7 +568,7 @@ func (lp *loop) stepGets() bool {
 func (lp *loop) resumeAfterGets(c *conn) {
 	c.waiting = false
 	getCommand.Stats.Usec.Add(uint64(time.Since(c.getStart).Microseconds()))
-	getCommand.Stats.Calls.Add(uint64(c.getDone))
+	getCommand.Stats.Calls.Add(uint64(c.getGets))
 	c.cl.LastActive.Store(time.Now().UnixMilli())
 	c.cl.SetLastCmd(getCommand)
 	lp.markDirty(c)
@@ -582,6 +582,18 @@ func (lp *loop) resumeAfterGets(c *conn) {
 	}
 	c.next = c.getFrom + c.getLen
 	lp.service(c)
+}
+
+// batchReply answers the next command of the batch's run: a GET, or a command that reads one
+// key whole (prefetchReply).
+func (c *conn) batchReply(v keyspace.Value, m keyspace.Meta, ok bool, err error) {
+	args := c.cmds[c.getFrom+c.getDone].Args
+	if isGet(args[0]) {
+		c.getGets++
+		c.writeGetReply(v, m, ok, err)
+		return
+	}
+	c.prefetchReply(args, v, m, ok, err)
 }
 
 // writeGetReply writes one GET's reply of the batch, with its span for the durability wait.
