@@ -274,8 +274,11 @@ func clientUnblockCmd(c *Ctx) {
 	case len(c.Args) == 4 && is(c.Args[3], "ERROR"):
 		withError = true
 	case len(c.Args) == 4 && is(c.Args[3], "TIMEOUT"):
-	case len(c.Args) > 3:
+	case len(c.Args) == 4:
 		c.Err(Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
+		return
+	case len(c.Args) > 4:
+		c.Err(UnknownSubcommand(c.Cmd.Parent, c.Args[1]))
 		return
 	}
 	for _, cl := range c.Srv.Clients() {

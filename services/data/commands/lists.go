@@ -483,9 +483,9 @@ func moveReply(c *Ctx, src, dst []byte, from, to bool, deadline time.Time, block
 	case e != nil:
 		c.W.Bulk(e)
 	case block && blockOn(c, [][]byte{src}, deadline):
-	case block:
-		c.W.NullArray()
 	default:
+		// Inside MULTI a blocking move answers as LMOVE does; its timeout (the server's) is
+		// a null array.
 		c.W.Null()
 	}
 }
@@ -496,6 +496,9 @@ func lmpopArgs(args [][]byte, at int) (keys [][]byte, left bool, count int64, er
 	numkeys, ok := ParseInt(args[at])
 	if !ok || numkeys < 1 {
 		return nil, false, 0, Error("ERR numkeys should be greater than 0")
+	}
+	if numkeys >= int64(len(args)) {
+		return nil, false, 0, ErrSyntax
 	}
 	where := int64(at) + numkeys + 1
 	if where >= int64(len(args)) {
@@ -601,22 +604,33 @@ func mpopReply(c *Ctx, keys [][]byte, left bool, count int64, deadline time.Time
 // getTimeoutFromObjectOrReply: the deadline, zero for none.
 func parseTimeout(c *Ctx, arg []byte) (time.Time, error) {
 	f, ok := ParseLongDouble(arg)
-	if !ok || f.IsInf() {
+	if !ok {
 		return time.Time{}, Error("ERR timeout is not a float or out of range")
 	}
-	if f.Sign() < 0 {
-		return time.Time{}, Error("ERR timeout is negative")
+	// Redis takes (long long)(timeout * 1000): truncated toward zero, so -0.0001 is 0 (no
+	// limit); past a long long's range (inf too) the conversion gives its minimum, a negative
+	// timeout.
+	negative := Error("ERR timeout is negative")
+	if f.IsInf() {
+		return time.Time{}, negative
 	}
-	ms, _ := new(big.Float).Mul(f, big.NewFloat(1000)).Float64()
-	if ms > math.MaxInt64/2 {
-		return time.Time{}, Error("ERR timeout is out of range")
+	msf := new(big.Float).Mul(f, big.NewFloat(1000))
+	if msf.Cmp(new(big.Float).SetFloat64(math.MaxInt64)) >= 0 || msf.Cmp(new(big.Float).SetFloat64(math.MinInt64)) < 0 {
+		return time.Time{}, negative
 	}
-	if ms == 0 {
-		return time.Time{}, nil
+	ms, _ := msf.Int64()
+	switch {
+	case ms < 0:
+		return time.Time{}, negative
+	case ms == 0, ms > maxTimeoutMs:
+		return time.Time{}, nil // none, or beyond any wait that could end
 	}
-	// Redis rounds the timeout up to the millisecond.
-	return time.Now().Add(time.Duration(math.Ceil(ms)) * time.Millisecond), nil
+	return time.Now().Add(time.Duration(ms) * time.Millisecond), nil
 }
+
+// maxTimeoutMs is the longest timeout kept as a deadline (a century); a longer one waits
+// without limit, as it would in practice.
+const maxTimeoutMs = 100 * 365 * 24 * 3600 * 1000
 
 // blockOn asks the server to block the client on keys until deadline (zero: no limit), and
 // reports whether it will: not inside MULTI, where a blocking command answers at once as if

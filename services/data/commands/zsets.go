@@ -696,6 +696,9 @@ func zmpopArgs(args [][]byte, at int) (keys [][]byte, max bool, count int64, err
 	if !ok || numkeys < 1 {
 		return nil, false, 0, Error("ERR numkeys should be greater than 0")
 	}
+	if numkeys >= int64(len(args)) {
+		return nil, false, 0, ErrSyntax
+	}
 	where := int64(at) + numkeys + 1
 	if where >= int64(len(args)) {
 		return nil, false, 0, ErrSyntax
