@@ -105,6 +105,9 @@ func (r *respConn) clientID() int64 {
 	return id
 }
 
+// TestBlockingPop checks that each blocking command answers at once when it can, and otherwise
+// blocks until another client (or a transaction, a move, a rename, another blocked client
+// served) puts an element where it waits, and then answers with what it took.
 func TestBlockingPop(t *testing.T) {
 	s, c := startServer(t)
 

@@ -103,6 +103,8 @@ func (r *respConn) hello3() {
 	}
 }
 
+// TestListCommands checks each list command's replies and errors on small lists, in RESP2 and,
+// where the reply differs, RESP3, down to the bytes on the wire for the nulls.
 func TestListCommands(t *testing.T) {
 	s, c := startServer(t)
 
