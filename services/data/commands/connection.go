@@ -278,7 +278,7 @@ func clientUnblockCmd(c *Ctx) {
 		c.Err(Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
 		return
 	case len(c.Args) > 4:
-		c.Err(UnknownSubcommand(c.Cmd.Parent, c.Args[1]))
+		c.Err(Error("ERR unknown subcommand or wrong number of arguments for '" + string(c.Args[1]) + "'. Try CLIENT HELP."))
 		return
 	}
 	for _, cl := range c.Srv.Clients() {
