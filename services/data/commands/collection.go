@@ -2,6 +2,9 @@ package commands
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
+	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
 )
@@ -106,4 +109,146 @@ func txValues[T collection](tx *keyspace.Tx, n int, typ uint8, decode func([]byt
 		return nil, need
 	}
 	return out, nil
+}
+
+// dbKeys names keys in the client's database.
+func dbKeys(c *Ctx, keys [][]byte) []kspKey {
+	ks := make([]kspKey, len(keys))
+	for i, k := range keys {
+		ks[i] = kspKey{DB: c.DB(), Key: k}
+	}
+	return ks
+}
+
+// popFirst pops from the first of keys that holds a collection of type typ, in one
+// transaction: take removes from it what it pops (at least one element: a collection is never
+// empty), and it is written back, or removed when emptied. key is that key, nil when every key
+// is missing; another type is WRONGTYPE as soon as it is reached. reset runs before each attempt
+// of the transaction, so that take's results are those of the attempt that commits.
+func popFirst[T collection](c *Ctx, keys [][]byte, typ uint8, decode func([]byte) (T, error), reset func(), take func(v T)) (key []byte, err error) {
+	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
+		key = nil
+		reset()
+		for i := range keys {
+			m, ok := tx.Meta(i)
+			if !ok {
+				continue
+			}
+			if m.Type != typ {
+				return ErrWrongType
+			}
+			b, _, err := tx.Value(i)
+			if err != nil {
+				return err
+			}
+			v, err := decode(b)
+			if err != nil {
+				return err
+			}
+			take(v)
+			key = keys[i]
+			return putValue(tx, i, v, m.ExpireAt, typ)
+		}
+		return nil
+	})
+	return key, err
+}
+
+// randArgs parses the count and the WITHVALUES or WITHSCORES word (with) of HRANDFIELD,
+// SRANDMEMBER (with "") and ZRANDMEMBER, as Redis does; ok false when it replied an error.
+func randArgs(c *Ctx, with string) (count int64, withValues, ok bool) {
+	count, ok = ParseInt(c.Args[2])
+	if !ok {
+		c.Err(ErrNotInt)
+		return 0, false, false
+	}
+	if count == math.MinInt64 {
+		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
+		return 0, false, false
+	}
+	switch {
+	case len(c.Args) == 4 && with != "" && is(c.Args[3], with):
+		withValues = true
+	case len(c.Args) > 3:
+		c.Err(ErrSyntax)
+		return 0, false, false
+	}
+	if withValues && (count < -math.MaxInt64/2 || count > math.MaxInt64/2) {
+		c.Err(Error("ERR value is out of range"))
+		return 0, false, false
+	}
+	return count, withValues, true
+}
+
+// writeRandom replies count random elements of a collection of n (0: missing), as Redis's
+// *RANDMEMBER and HRANDFIELD with a count: distinct ones for a positive count (all when it is at
+// least n), -count that may repeat for a negative one, streamed however many. write writes
+// element i: its member, and its value when withValues (RESP2 flat, RESP3 a pair each).
+func writeRandom(c *Ctx, n int, count int64, withValues bool, write func(i int)) {
+	resp3 := c.W.Proto() >= 3
+	header := func(k int64) {
+		if withValues && !resp3 {
+			c.W.Array(int(2 * k))
+		} else {
+			c.W.Array(int(k))
+		}
+	}
+	one := func(i int) {
+		if withValues && resp3 {
+			c.W.Array(2)
+		}
+		write(i)
+	}
+	if n > 0 && count < 0 {
+		header(-count)
+		for k := int64(0); k < -count; k++ {
+			one(rand.IntN(n))
+			if !c.MaybeFlush() {
+				return
+			}
+		}
+		return
+	}
+	var picks []int
+	switch {
+	case n == 0 || count <= 0:
+	case count >= int64(n):
+		picks = rand.Perm(n)
+	default:
+		picks = rand.Perm(n)[:count]
+	}
+	header(int64(len(picks)))
+	for _, i := range picks {
+		one(i)
+	}
+}
+
+// scanCollection is HSCAN, SSCAN and ZSCAN: the cursor, then the key's type (read), then the
+// options, as Redis checks them; a page of members in hash order (collscan.go), or all of a
+// compact collection with cursor 0. write writes member i (and its value or score).
+func scanCollection(c *Ctx, read func() (members [][]byte, compact bool, err error), perMember int, write func(i int)) {
+	if _, ok := parseCursor(c.Args[2]); !ok {
+		c.Err(ErrInvalidCursor)
+		return
+	}
+	members, compact, err := read()
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	a, err := parseScanArgs(c.Args[2:], false)
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	if compact {
+		a.count = max(len(members), 1)
+	}
+	page, next := scanPage(members, a)
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatUint(next, 10))
+	c.W.Array(perMember * len(page))
+	for _, i := range page {
+		write(i)
+	}
 }

@@ -329,112 +329,25 @@ func hincrbyfloatCmd(c *Ctx) {
 	c.W.Bulk(out)
 }
 
-// hrandfieldCmd follows Redis's hrandfieldWithCountCommand: a positive count gives distinct
-// fields (all of them when count >= the hash's length), a negative one -count fields that may
-// repeat.
+// hrandfieldCmd follows Redis's hrandfieldWithCountCommand (writeRandom).
 func hrandfieldCmd(c *Ctx) {
 	if len(c.Args) == 2 {
 		h, err := readHash(c, c.Args[1])
 		switch {
 		case err != nil:
 			c.Err(err)
-		case h == nil || h.len() == 0:
+		case h == nil:
 			c.W.Null()
 		default:
 			c.W.Bulk(h.fields[rand.IntN(h.len())])
 		}
 		return
 	}
-	count, ok := ParseInt(c.Args[2])
+	count, withValues, ok := randArgs(c, "WITHVALUES")
 	if !ok {
-		c.Err(ErrNotInt)
-		return
-	}
-	if count == math.MinInt64 {
-		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
-		return
-	}
-	withValues := false
-	if len(c.Args) == 4 && is(c.Args[3], "WITHVALUES") {
-		withValues = true
-	} else if len(c.Args) > 3 {
-		c.Err(ErrSyntax)
-		return
-	}
-	if withValues && (count < -math.MaxInt64/2 || count > math.MaxInt64/2) {
-		c.Err(Error("ERR value is out of range"))
 		return
 	}
 	h, err := readHash(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	if h != nil && count < 0 {
-		// With repeats: as many as asked, however many, streamed.
-		resp3 := c.W.Proto() >= 3
-		if withValues && !resp3 {
-			c.W.Array(int(-2 * count))
-		} else {
-			c.W.Array(int(-count))
-		}
-		for n := int64(0); n < -count; n++ {
-			i := rand.IntN(h.len())
-			if withValues && resp3 {
-				c.W.Array(2)
-			}
-			c.W.Bulk(h.fields[i])
-			if withValues {
-				c.W.Bulk(h.vals[i])
-			}
-			if !c.MaybeFlush() {
-				return
-			}
-		}
-		return
-	}
-	var picks []int
-	switch {
-	case h == nil || count <= 0:
-	case count >= int64(h.len()):
-		picks = make([]int, h.len())
-		for i := range picks {
-			picks[i] = i
-		}
-	default:
-		picks = rand.Perm(h.len())[:count]
-	}
-	resp3 := c.W.Proto() >= 3
-	switch {
-	case withValues && !resp3:
-		c.W.Array(2 * len(picks))
-	default:
-		c.W.Array(len(picks))
-	}
-	for _, i := range picks {
-		if withValues && resp3 {
-			c.W.Array(2)
-		}
-		c.W.Bulk(h.fields[i])
-		if withValues {
-			c.W.Bulk(h.vals[i])
-		}
-	}
-}
-
-// hscanCmd pages through the fields in hash order (collscan.go). As Redis, it parses the
-// cursor, then checks the key's type, then the options.
-func hscanCmd(c *Ctx) {
-	if _, ok := parseCursor(c.Args[2]); !ok {
-		c.Err(ErrInvalidCursor)
-		return
-	}
-	h, err := readHash(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	a, err := parseScanArgs(c.Args[2:], false)
 	if err != nil {
 		c.Err(err)
 		return
@@ -442,15 +355,25 @@ func hscanCmd(c *Ctx) {
 	if h == nil {
 		h = &hashValue{}
 	}
-	if h.flags&hashTableEnc == 0 {
-		a.count = max(h.len(), 1) // a listpack comes whole, as in Redis
-	}
-	page, next := scanPage(h.fields, a)
-	c.W.Array(2)
-	c.W.BulkString(strconv.FormatUint(next, 10))
-	c.W.Array(2 * len(page))
-	for _, i := range page {
+	writeRandom(c, h.len(), count, withValues, func(i int) {
+		c.W.Bulk(h.fields[i])
+		if withValues {
+			c.W.Bulk(h.vals[i])
+		}
+	})
+}
+
+// hscanCmd pages through the fields in hash order (scanCollection).
+func hscanCmd(c *Ctx) {
+	var h *hashValue
+	scanCollection(c, func() ([][]byte, bool, error) {
+		var err error
+		if h, err = readHash(c, c.Args[1]); err != nil || h == nil {
+			h = &hashValue{}
+		}
+		return h.fields, h.flags&hashTableEnc == 0, err
+	}, 2, func(i int) {
 		c.W.Bulk(h.fields[i])
 		c.W.Bulk(h.vals[i])
-	}
+	})
 }

@@ -537,38 +537,12 @@ func lmpopKeys(at int) func([][]byte) ([]int, error) {
 }
 
 // mpop pops up to count elements from the first non-empty list of keys: its name and the
-// elements, or a nil key when every list is empty or missing. A key of another type is
-// WRONGTYPE, as soon as it is reached.
+// elements, or a nil key when every list is missing (popFirst).
 func mpop(c *Ctx, keys [][]byte, left bool, count int64) (key []byte, popped [][]byte, err error) {
-	ks := make([]kspKey, len(keys))
-	for i, k := range keys {
-		ks[i] = kspKey{DB: c.DB(), Key: k}
-	}
-	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
-		key, popped = nil, nil
-		for i := range keys {
-			m, ok := tx.Meta(i)
-			if !ok {
-				continue
-			}
-			if m.Type != typeList {
-				return ErrWrongType
-			}
-			b, _, err := tx.Value(i)
-			if err != nil {
-				return err
-			}
-			l, err := decodeList(b)
-			if err != nil {
-				return err
-			}
-			for n := int64(0); n < count && l.len() > 0; n++ {
-				popped = append(popped, l.pop(left))
-			}
-			key = keys[i]
-			return putValue(tx, i, l, m.ExpireAt, typeList)
+	key, err = popFirst(c, keys, typeList, decodeList, func() { popped = nil }, func(l *listValue) {
+		for n := int64(0); n < count && l.len() > 0; n++ {
+			popped = append(popped, l.pop(left))
 		}
-		return nil
 	})
 	return key, popped, err
 }

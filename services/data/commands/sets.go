@@ -1,9 +1,7 @@
 package commands
 
 import (
-	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
 )
@@ -51,30 +49,14 @@ func updateSet(c *Ctx, key []byte, fn func(s *setValue, exists bool) (bool, erro
 	return updateValue(c, key, typeSet, decodeSet, newSet, fn)
 }
 
-func saddCmd(c *Ctx) {
+// changeMembers runs change (add or remove) for every member argument and replies how many
+// changed the set.
+func changeMembers(c *Ctx, change func(s *setValue, m []byte) bool) {
 	var n int64
 	err := updateSet(c, c.Args[1], func(s *setValue, _ bool) (bool, error) {
 		n = 0
 		for _, m := range c.Args[2:] {
-			if s.add(m) {
-				n++
-			}
-		}
-		return n > 0, nil
-	})
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	c.W.Int(n)
-}
-
-func sremCmd(c *Ctx) {
-	var n int64
-	err := updateSet(c, c.Args[1], func(s *setValue, _ bool) (bool, error) {
-		n = 0
-		for _, m := range c.Args[2:] {
-			if s.remove(m) {
+			if change(s, m) {
 				n++
 			}
 		}
@@ -201,13 +183,8 @@ func srandmemberCmd(c *Ctx) {
 		}
 		return
 	}
-	count, ok := ParseInt(c.Args[2])
+	count, _, ok := randArgs(c, "")
 	if !ok {
-		c.Err(ErrNotInt)
-		return
-	}
-	if count == math.MinInt64 {
-		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
 		return
 	}
 	s, err := readSet(c, c.Args[1])
@@ -215,29 +192,10 @@ func srandmemberCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	if s != nil && count < 0 {
-		// With repeats: as many as asked, however many, streamed.
-		c.W.Array(int(-count))
-		for n := int64(0); n < -count; n++ {
-			c.W.Bulk(s.members[rand.IntN(s.len())])
-			if !c.MaybeFlush() {
-				return
-			}
-		}
-		return
+	if s == nil {
+		s = newSet()
 	}
-	var picks []int
-	switch {
-	case s == nil || count <= 0:
-	case count >= int64(s.len()):
-		picks = rand.Perm(s.len())
-	default:
-		picks = rand.Perm(s.len())[:count]
-	}
-	c.W.Array(len(picks))
-	for _, i := range picks {
-		c.W.Bulk(s.members[i])
-	}
+	writeRandom(c, s.len(), count, false, func(i int) { c.W.Bulk(s.members[i]) })
 }
 
 func smoveCmd(c *Ctx) {
@@ -344,12 +302,8 @@ func combine(op setOp, sets []*setValue) [][]byte {
 
 // readSets reads the sets named by keys at one instant (a transaction that writes nothing).
 func readSets(c *Ctx, keys [][]byte) ([]*setValue, error) {
-	ks := make([]kspKey, len(keys))
-	for i, k := range keys {
-		ks[i] = kspKey{DB: c.DB(), Key: k}
-	}
 	var sets []*setValue
-	err := c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+	err := c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
 		var err error
 		sets, err = txValues(tx, len(keys), typeSet, decodeSet)
 		return err
@@ -373,10 +327,7 @@ func sdiffCmd(c *Ctx)  { setOpCmd(c, opDiff) }
 // setOpStoreCmd stores the result of op over c.Args[2:] in c.Args[1], whatever it held; an
 // empty result removes it.
 func setOpStoreCmd(c *Ctx, op setOp) {
-	keys := make([]kspKey, len(c.Args)-1)
-	for i, k := range c.Args[1:] {
-		keys[i] = kspKey{DB: c.DB(), Key: k}
-	}
+	keys := dbKeys(c, c.Args[1:])
 	var n int
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 		// The sources are keys 1..; the destination (key 0) may be of any type.
@@ -478,33 +429,17 @@ func sintercardCmd(c *Ctx) {
 	c.W.Int(n)
 }
 
-// sscanCmd pages through the members in hash order, as HSCAN.
+// sscanCmd pages through the members in hash order (scanCollection).
 func sscanCmd(c *Ctx) {
-	if _, ok := parseCursor(c.Args[2]); !ok {
-		c.Err(ErrInvalidCursor)
-		return
-	}
-	s, err := readSet(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	a, err := parseScanArgs(c.Args[2:], false)
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	if s == nil {
-		s = newSet()
-	}
-	if s.flags&setTableEnc == 0 {
-		a.count = max(s.len(), 1) // an intset comes whole, as in Redis
-	}
-	page, next := scanPage(s.members, a)
-	c.W.Array(2)
-	c.W.BulkString(strconv.FormatUint(next, 10))
-	c.W.Array(len(page))
-	for _, i := range page {
-		c.W.Bulk(s.members[i])
-	}
+	var s *setValue
+	scanCollection(c, func() ([][]byte, bool, error) {
+		var err error
+		if s, err = readSet(c, c.Args[1]); err != nil || s == nil {
+			s = newSet()
+		}
+		return s.members, s.flags&setTableEnc == 0, err
+	}, 1, func(i int) { c.W.Bulk(s.members[i]) })
 }
+
+func saddCmd(c *Ctx) { changeMembers(c, (*setValue).add) }
+func sremCmd(c *Ctx) { changeMembers(c, (*setValue).remove) }

@@ -3,7 +3,6 @@ package commands
 import (
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -286,8 +285,9 @@ func zcardCmd(c *Ctx) {
 	c.W.Int(int64(n))
 }
 
-func zcountCmd(c *Ctx) {
-	r, err := parseScoreRange(c.Args[2], c.Args[3])
+// zcountGeneric is ZCOUNT (a score range) and ZLEXCOUNT: the members within the range.
+func zcountGeneric(c *Ctx, kind int) {
+	sp, err := parseZRange(c.Args[2:4], kind, false, true)
 	if err != nil {
 		c.Err(err)
 		return
@@ -299,27 +299,7 @@ func zcountCmd(c *Ctx) {
 	}
 	n := 0
 	if z != nil {
-		from, to := z.byScore(r)
-		n = to - from
-	}
-	c.W.Int(int64(n))
-}
-
-func zlexcountCmd(c *Ctx) {
-	r, err := parseLexRange(c.Args[2], c.Args[3])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	z, err := readZSet(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	n := 0
-	if z != nil {
-		from, to := z.byLex(r)
-		n = to - from
+		n = len(z.selectRange(sp))
 	}
 	c.W.Int(int64(n))
 }
@@ -580,42 +560,17 @@ func zremrangebyscoreCmd(c *Ctx) { zremRange(c, rangeScore) }
 func zremrangebylexCmd(c *Ctx)   { zremRange(c, rangeLex) }
 
 // zpop pops up to count items (the lowest scores, or the highest with max) from the first
-// non-empty sorted set of keys: its key and the items, or a nil key.
+// non-empty sorted set of keys: its key and the items, or a nil key (popFirst).
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zitem, err error) {
-	ks := make([]kspKey, len(keys))
-	for i, k := range keys {
-		ks[i] = kspKey{DB: c.DB(), Key: k}
-	}
-	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
-		key, items = nil, nil
-		for i := range keys {
-			m, ok := tx.Meta(i)
-			if !ok {
-				continue
+	key, err = popFirst(c, keys, typeZSet, decodeZSet, func() { items = nil }, func(z *zsetValue) {
+		for n := int64(0); n < count && z.len() > 0; n++ {
+			j := 0
+			if max {
+				j = z.len() - 1
 			}
-			if m.Type != typeZSet {
-				return ErrWrongType
-			}
-			b, _, err := tx.Value(i)
-			if err != nil {
-				return err
-			}
-			z, err := decodeZSet(b)
-			if err != nil {
-				return err
-			}
-			for n := int64(0); n < count && z.len() > 0; n++ {
-				j := 0
-				if max {
-					j = z.len() - 1
-				}
-				items = append(items, z.items[j])
-				z.removeRange(j, j+1)
-			}
-			key = keys[i]
-			return putValue(tx, i, z, m.ExpireAt, typeZSet)
+			items = append(items, z.items[j])
+			z.removeRange(j, j+1)
 		}
-		return nil
 	})
 	return key, items, err
 }
@@ -784,7 +739,7 @@ func bzmpopCmd(c *Ctx) {
 	zmpopReply(c, keys, max, count, deadline, true)
 }
 
-// zrandmemberCmd follows HRANDFIELD (hashes.go).
+// zrandmemberCmd follows HRANDFIELD (writeRandom).
 func zrandmemberCmd(c *Ctx) {
 	if len(c.Args) == 2 {
 		z, err := readZSet(c, c.Args[1])
@@ -798,24 +753,8 @@ func zrandmemberCmd(c *Ctx) {
 		}
 		return
 	}
-	count, ok := ParseInt(c.Args[2])
+	count, withScores, ok := randArgs(c, "WITHSCORES")
 	if !ok {
-		c.Err(ErrNotInt)
-		return
-	}
-	if count == math.MinInt64 {
-		c.Err(Error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
-		return
-	}
-	withScores := false
-	if len(c.Args) == 4 && is(c.Args[3], "WITHSCORES") {
-		withScores = true
-	} else if len(c.Args) > 3 {
-		c.Err(ErrSyntax)
-		return
-	}
-	if withScores && (count < -math.MaxInt64/2 || count > math.MaxInt64/2) {
-		c.Err(Error("ERR value is out of range"))
 		return
 	}
 	z, err := readZSet(c, c.Args[1])
@@ -823,35 +762,15 @@ func zrandmemberCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	resp3 := c.W.Proto() >= 3
-	if z != nil && count < 0 {
-		if withScores && !resp3 {
-			c.W.Array(int(-2 * count))
-		} else {
-			c.W.Array(int(-count))
-		}
-		for n := int64(0); n < -count; n++ {
-			it := z.items[rand.IntN(z.len())]
-			if withScores && resp3 {
-				c.W.Array(2)
-			}
-			c.W.Bulk(it.member)
-			if withScores {
-				c.score(it.score)
-			}
-			if !c.MaybeFlush() {
-				return
-			}
-		}
-		return
+	if z == nil {
+		z = newZSet()
 	}
-	var picks []zitem
-	if z != nil && count > 0 {
-		for _, i := range rand.Perm(z.len())[:min(int(min(count, int64(z.len()))), z.len())] {
-			picks = append(picks, z.items[i])
+	writeRandom(c, z.len(), count, withScores, func(i int) {
+		c.W.Bulk(z.items[i].member)
+		if withScores {
+			c.score(z.items[i].score)
 		}
-	}
-	writeItems(c, picks, withScores)
+	})
 }
 
 // zsetOp is ZUNION, ZINTER or ZDIFF.
@@ -1083,10 +1002,7 @@ func zopCmd(c *Ctx, op zsetOp) {
 		c.Err(err)
 		return
 	}
-	ks := make([]kspKey, len(a.keys))
-	for i, k := range a.keys {
-		ks[i] = kspKey{DB: c.DB(), Key: k}
-	}
+	ks := dbKeys(c, a.keys)
 	var res *zsetValue
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
 		sets, err := txZSources(tx, 0, len(ks))
@@ -1173,10 +1089,7 @@ func zintercardCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	ks := make([]kspKey, numkeys)
-	for i := range ks {
-		ks[i] = kspKey{DB: c.DB(), Key: c.Args[2+i]}
-	}
+	ks := dbKeys(c, c.Args[2:2+numkeys])
 	var n int64
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
 		sets, err := txZSources(tx, 0, len(ks))
@@ -1198,36 +1111,22 @@ func zintercardCmd(c *Ctx) {
 
 // zscanCmd pages as HSCAN does; scores are bulk strings, in RESP3 too, as Redis's.
 func zscanCmd(c *Ctx) {
-	if _, ok := parseCursor(c.Args[2]); !ok {
-		c.Err(ErrInvalidCursor)
-		return
-	}
-	z, err := readZSet(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	a, err := parseScanArgs(c.Args[2:], false)
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	if z == nil {
-		z = newZSet()
-	}
-	members := make([][]byte, z.len())
-	for i, it := range z.items {
-		members[i] = it.member
-	}
-	if z.flags&zsetSkiplistEnc == 0 {
-		a.count = max(z.len(), 1)
-	}
-	page, next := scanPage(members, a)
-	c.W.Array(2)
-	c.W.BulkString(strconv.FormatUint(next, 10))
-	c.W.Array(2 * len(page))
-	for _, i := range page {
+	var z *zsetValue
+	scanCollection(c, func() ([][]byte, bool, error) {
+		var err error
+		if z, err = readZSet(c, c.Args[1]); err != nil || z == nil {
+			z = newZSet()
+		}
+		members := make([][]byte, z.len())
+		for i, it := range z.items {
+			members[i] = it.member
+		}
+		return members, z.flags&zsetSkiplistEnc == 0, err
+	}, 2, func(i int) {
 		c.W.Bulk(z.items[i].member)
 		c.W.BulkString(formatScore(z.items[i].score))
-	}
+	})
 }
+
+func zcountCmd(c *Ctx)    { zcountGeneric(c, rangeScore) }
+func zlexcountCmd(c *Ctx) { zcountGeneric(c, rangeLex) }
