@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1860,4 +1862,392 @@ func TestZSetTransactions(t *testing.T) {
 			})
 		}
 	})
+}
+
+// zsLargeScore is member i's score in TestZSetLarge: i/2, so that pairs of members share a score.
+func zsLargeScore(i int) float64 { return float64(i / 2) }
+
+// TestZSetLarge builds a 5,000-member sorted set with pipelined ZADDs of 100 members, reads it
+// by rank, score and lex slices, ranks and counts, iterates it with ZSCAN and removes a score
+// range.
+func TestZSetLarge(t *testing.T) {
+	const n = 5000
+	s := harness.Start(t)
+	// No retries: a resent pipeline of ZADDs would count 0 new members.
+	c := s.ClientOpts(&redis.Options{MaxRetries: -1, ReadTimeout: 2 * time.Minute})
+	k := newChecker(t, c)
+	names := zsNames("m:", n)
+	model := map[string]float64{}
+	var cmds [][]any
+	for lo := 0; lo < n; lo += 100 {
+		args := []any{"ZADD", "big"}
+		for i := lo; i < lo+100; i++ {
+			model[names[i]] = zsLargeScore(i)
+			args = append(args, zsLargeScore(i), names[i])
+		}
+		cmds = append(cmds, args)
+	}
+	var added int64
+	for _, r := range pipelineDo(t, c, 10, cmds) {
+		added += r.(int64)
+	}
+	if added != n {
+		t.Fatalf("pipelined ZADDs added %d members; want %d", added, n)
+	}
+	k.eq(n, "ZCARD", "big")
+	if enc := k.str("OBJECT", "ENCODING", "big"); !slices.Contains(zsetEncodings, enc) {
+		t.Fatalf("OBJECT ENCODING big: %q; want one of %q", enc, zsetEncodings)
+	}
+	all := zsSorted(model) // names in order, since score i/2 and byte order agree
+	zsCheck(t, k, "big", all...)
+	members := func(lo, hi int) []string { // names[lo:hi]
+		return slices.Clone(names[lo:hi])
+	}
+	rev := func(ss []string) []string { slices.Reverse(ss); return ss }
+
+	// Rank slices.
+	k.eq(members(0, 10), "ZRANGE", "big", 0, 9)
+	k.eq(members(2500, 2600), "ZRANGE", "big", 2500, 2599)
+	k.eq(members(4990, 5000), "ZRANGE", "big", -10, -1)
+	k.eq(all[2*1234:2*1237], "ZRANGE", "big", 1234, 1236, "WITHSCORES")
+	k.eq(rev(members(4995, 5000)), "ZRANGE", "big", 0, 4, "REV")
+	k.eq(rev(members(0, 3)), "ZREVRANGE", "big", -3, -1)
+	// Score slices: score s belongs to members 2s and 2s+1.
+	k.eq(members(200, 210), "ZRANGE", "big", 100, 104, "BYSCORE")
+	k.eq(members(202, 208), "ZRANGE", "big", "(100", "(104", "BYSCORE")
+	k.eq(members(1000, 1003), "ZRANGEBYSCORE", "big", 500, "+inf", "LIMIT", 0, 3)
+	k.eq(members(1004, 1006), "ZRANGEBYSCORE", "big", 500, "+inf", "LIMIT", 4, 2)
+	k.eq(rev(members(4000, 4010)), "ZREVRANGEBYSCORE", "big", 2004, 2000)
+	k.eq(rev(members(4996, 5000)), "ZRANGE", "big", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", 0, 4)
+	k.eq(all[2*3000:2*3004], "ZRANGEBYSCORE", "big", 1500, 1501, "WITHSCORES")
+	// Lex slices, over the members of one score and over a copy with every score 0.
+	k.eq(members(2468, 2470), "ZRANGE", "big", 1234, 1234, "BYSCORE")
+	k.eq(n, "ZUNIONSTORE", "lex", 1, "big", "WEIGHTS", 0)
+	k.eq(members(1000, 1100), "ZRANGE", "lex", "[m:01000", "(m:01100", "BYLEX")
+	k.eq(members(1001, 1100), "ZRANGEBYLEX", "lex", "(m:01000", "[m:01099")
+	k.eq(members(4990, 5000), "ZRANGEBYLEX", "lex", "[m:0499", "+")
+	k.eq(rev(members(0, 5)), "ZREVRANGEBYLEX", "lex", "(m:00005", "-")
+	k.eq(members(10, 13), "ZRANGE", "lex", "-", "+", "BYLEX", "LIMIT", 10, 3)
+	k.eq(100, "ZLEXCOUNT", "lex", "[m:01000", "(m:01100")
+	k.eq(n, "ZLEXCOUNT", "lex", "-", "+")
+	// Ranks and counts.
+	for _, i := range []int{0, 1, 2345, 4998, 4999} {
+		k.eq(i, "ZRANK", "big", names[i])
+		k.eq(n-1-i, "ZREVRANK", "big", names[i])
+		k.eq(zsFormat(zsLargeScore(i)), "ZSCORE", "big", names[i])
+	}
+	k.null("ZRANK", "big", "m:05000")
+	k.eq(n, "ZCOUNT", "big", "-inf", "+inf")
+	k.eq(200, "ZCOUNT", "big", 1000, "(1100")
+	k.eq(2, "ZCOUNT", "big", 2499, 2499)
+	k.eq(0, "ZCOUNT", "big", "(2499", "+inf")
+
+	// ZSCAN: every member comes back at least once, always with its score.
+	for _, opts := range [][]any{nil, {"COUNT", 100}, {"COUNT", 1000}} {
+		seen := map[string]int{}
+		cursor := "0"
+		calls := 0
+		for {
+			calls++
+			if calls > 100000 {
+				t.Fatalf("ZSCAN big %v did not return to cursor 0 after %d calls", opts, calls)
+			}
+			reply := k.arr(append([]any{"ZSCAN", "big", cursor}, opts...)...)
+			if len(reply) != 2 {
+				t.Fatalf("ZSCAN reply has %d elements: %s", len(reply), short(reply))
+			}
+			next, ok := reply[0].(string)
+			if _, err := strconv.ParseUint(next, 10, 64); !ok || err != nil {
+				t.Fatalf("ZSCAN cursor %s is not an unsigned integer", short(reply[0]))
+			}
+			for m, sc := range flatToMap(t, "ZSCAN big", asSlice(t, reply[1]), false) {
+				want, ok := model[m]
+				if !ok || sc != zsFormat(want) {
+					t.Fatalf("ZSCAN big %v: member %q with score %q; want score %q (a member: %v)", opts, m, sc, zsFormat(want), ok)
+				}
+				seen[m]++
+			}
+			if next == "0" {
+				break
+			}
+			cursor = next
+		}
+		if len(seen) != n {
+			got := slices.Sorted(maps.Keys(seen))
+			t.Fatalf("ZSCAN big %v: %s", opts, setDiff(got, names))
+		}
+		if opts == nil && calls < 10 {
+			// COUNT is only a hint, but a server that ignores it sends a large set in one
+			// reply, which is what ZSCAN exists to avoid.
+			t.Fatalf("ZSCAN of 5,000 members with the default COUNT took %d calls; want at least 10", calls)
+		}
+	}
+	seen := map[string]int{}
+	for cursor := "0"; ; {
+		reply := k.arr("ZSCAN", "big", cursor, "MATCH", "m:0123*", "COUNT", 500)
+		for m := range flatToMap(t, "ZSCAN MATCH", asSlice(t, reply[1]), false) {
+			seen[m]++
+		}
+		if cursor = reply[0].(string); cursor == "0" {
+			break
+		}
+	}
+	if got := slices.Sorted(maps.Keys(seen)); !slices.Equal(got, members(1230, 1240)) {
+		t.Fatalf("ZSCAN big MATCH m:0123*: %q", got)
+	}
+
+	// Remove a score range in the middle, then the lowest ranks.
+	k.eq(1000, "ZREMRANGEBYSCORE", "big", 1000, "(1500")
+	for i := 2000; i < 3000; i++ {
+		delete(model, names[i])
+	}
+	k.eq(n-1000, "ZCARD", "big")
+	k.null("ZSCORE", "big", names[2000])
+	k.eq(2000, "ZRANK", "big", names[3000])
+	k.eq(slices.Concat(members(1998, 2000), members(3000, 3002)), "ZRANGE", "big", 999, 1500, "BYSCORE")
+	k.eq(100, "ZREMRANGEBYRANK", "big", 0, 99)
+	for i := 0; i < 100; i++ {
+		delete(model, names[i])
+	}
+	k.eq(0, "ZRANK", "big", names[100])
+	zsCheck(t, k, "big", zsSorted(model)...)
+	k.eq(1, "DEL", "big")
+	k.eq(0, "EXISTS", "big")
+}
+
+// zsModel is what each db must hold: db -> key -> member -> score, and the db 0 keys that have a
+// TTL of about an hour.
+type zsModel struct {
+	dbs map[int]map[string]map[string]float64
+	ttl map[string]bool
+}
+
+// zsWorkload writes round's sorted sets into db 0 and db 2 with one acknowledged command at a
+// time, covering the ways a sorted set changes (new members and new scores, increments,
+// removals by member, rank, score and lex, pops, the STORE commands, a sorted set emptied to
+// nothing, renamed, moved, with a TTL, large, with special scores), and records in m what must
+// be there afterwards.
+func zsWorkload(t *testing.T, s *harness.Server, m *zsModel, round int) {
+	t.Helper()
+	k := newChecker(t, s.Client())
+	db0 := m.dbs[0]
+	key := func(name string) string { return fmt.Sprintf("r%d:%s", round, name) }
+
+	small := map[string]float64{"a": 1, "b": 2.5, "c": -3}
+	k.eq(3, zsAddArgs(key("small"), small)...)
+	db0[key("small")] = small
+
+	big := map[string]float64{}
+	for i, mem := range zsNames("m", 500) {
+		big[mem] = float64(i%50) + 0.25*float64(round)
+	}
+	names := slices.Sorted(maps.Keys(big))
+	for lo := 0; lo < len(names); lo += 50 {
+		part := map[string]float64{}
+		for _, mem := range names[lo : lo+50] {
+			part[mem] = big[mem]
+		}
+		k.eq(50, zsAddArgs(key("big"), part)...)
+	}
+	k.eq(50, "ZREMRANGEBYRANK", key("big"), 0, 49) // the 50 lowest: the members with i%50 < 5
+	k.eq(10, "ZREMRANGEBYSCORE", key("big"), 49, "+inf")
+	for _, mem := range names {
+		if sc := big[mem] - 0.25*float64(round); sc < 5 || sc == 49 {
+			delete(big, mem)
+		}
+	}
+	for i := 1; i < 500; i += 7 {
+		mem := fmt.Sprintf("m%05d", i)
+		if _, ok := big[mem]; ok {
+			big[mem] += 100
+			k.eq(zsFormat(big[mem]), "ZINCRBY", key("big"), 100, mem)
+		}
+	}
+	db0[key("big")] = big
+
+	special := map[string]float64{"pinf": math.Inf(1), "ninf": math.Inf(-1), "tenth": 0.1, "huge": 1e20,
+		"tiny": 5e-324, "": 0, "bin\x00\r\n": 7}
+	k.eq(len(special), zsAddArgs(key("special"), special)...)
+	db0[key("special")] = special
+
+	k.eq(5, "ZADD", key("lex"), 0, "a", 0, "b", 0, "c", 0, "d", 0, "e")
+	k.eq(2, "ZREMRANGEBYLEX", key("lex"), "(a", "[c")
+	k.eq([]any{"a", "0"}, "ZPOPMIN", key("lex"))
+	k.eq([]any{key("lex"), []any{[]any{"e", "0"}}}, "ZMPOP", 1, key("lex"), "MAX")
+	db0[key("lex")] = map[string]float64{"d": 0}
+
+	k.eq(3, "ZADD", key("flags"), 1, "x", 2, "y", 3, "z")
+	k.eq(1, "ZADD", key("flags"), "GT", "CH", 5, "x", 0, "y")
+	k.eq(0, "ZADD", key("flags"), "XX", 9, "w", 8, "z")
+	k.eq("4", "ZADD", key("flags"), "INCR", 2, "y")
+	k.eq(1, "ZREM", key("flags"), "z")
+	db0[key("flags")] = map[string]float64{"x": 5, "y": 4}
+
+	k.eq(2, "ZADD", key("emptied"), 1, "x", 2, "y")
+	k.eq([]any{"x", "1", "y", "2"}, "ZPOPMIN", key("emptied"), 5)
+
+	k.eq(5, "ZUNIONSTORE", key("union"), 2, key("small"), key("flags"), "WEIGHTS", 2, 1)
+	db0[key("union")] = map[string]float64{"a": 2, "b": 5, "c": -6, "x": 5, "y": 4}
+	k.eq(3, "ZINTERSTORE", key("inter"), 2, key("small"), key("union"), "AGGREGATE", "MAX")
+	k.eq(2, "ZRANGESTORE", key("inter"), key("small"), 0, 1) // replaces it
+	db0[key("inter")] = map[string]float64{"c": -3, "a": 1}
+	k.ok("SET", key("was-string"), "v")
+	k.eq(1, "ZDIFFSTORE", key("was-string"), 2, key("small"), key("inter"))
+	db0[key("was-string")] = map[string]float64{"b": 2.5}
+	k.eq(0, "ZINTERSTORE", key("inter-empty"), 2, key("small"), key("missing"))
+
+	k.eq(1, "ZADD", key("ttl"), 1, "t")
+	k.eq(1, "EXPIRE", key("ttl"), 3600)
+	db0[key("ttl")] = map[string]float64{"t": 1}
+	m.ttl[key("ttl")] = true
+
+	k.eq(2, "ZADD", key("src"), 1, "a", 2, "b")
+	k.ok("RENAME", key("src"), key("renamed"))
+	db0[key("renamed")] = map[string]float64{"a": 1, "b": 2}
+
+	k.eq(1, "ZADD", key("moved"), 1, "m")
+	k.eq(1, "MOVE", key("moved"), 2)
+	m.dbs[2][key("moved")] = map[string]float64{"m": 1}
+
+	// A sorted set of an earlier round changes in this one.
+	if round > 1 {
+		prev := fmt.Sprintf("r%d:small", round-1)
+		k.eq(1, "ZREM", prev, "a")
+		k.eq(1, "ZADD", prev, round, "z")
+		delete(db0[prev], "a")
+		db0[prev]["z"] = float64(round)
+	}
+}
+
+// verifyZsModel checks that each db holds exactly the sorted sets of m, member for member and
+// score for score, with their TTLs.
+func verifyZsModel(t *testing.T, s *harness.Server, m *zsModel, when string) {
+	t.Helper()
+	for db, keys := range m.dbs {
+		k := newChecker(t, s.ClientOpts(&redis.Options{DB: db}))
+		want := slices.Sorted(maps.Keys(keys))
+		checkKeys(t, fmt.Sprintf("%s: db %d SCAN", when, db), scanAll(t, k, "COUNT", 1000), want...)
+		for _, key := range want {
+			k.eq("zset", "TYPE", key)
+			got := zsStrings(t, k.arr("ZRANGE", key, 0, -1, "WITHSCORES"))
+			if w := zsSorted(keys[key]); !slices.Equal(got, w) {
+				t.Fatalf("%s: db %d ZRANGE %s 0 -1 WITHSCORES: %s", when, db, key, zsDiff(got, w))
+			}
+			if m.ttl[key] && db == 0 {
+				k.between(3000, 3600, "TTL", key)
+			} else {
+				k.eq(-1, "TTL", key)
+			}
+		}
+	}
+}
+
+// TestZSetRestart writes sorted sets, restarts the server cleanly and checks every member and
+// score, twice.
+func TestZSetRestart(t *testing.T) {
+	s := harness.Start(t)
+	m := &zsModel{dbs: map[int]map[string]map[string]float64{0: {}, 2: {}}, ttl: map[string]bool{}}
+	for round := 1; round <= 2; round++ {
+		zsWorkload(t, s, m, round)
+		verifyZsModel(t, s, m, fmt.Sprintf("round %d before restart", round))
+		s.Restart()
+		verifyZsModel(t, s, m, fmt.Sprintf("round %d after restart", round))
+	}
+}
+
+// TestZSetKill9AppendfsyncAlways: with an fsync before every reply, every acknowledged
+// sorted-set write survives kill -9, over two rounds on the same data directory. A third round
+// has several clients writing concurrently right up to the kill; each acknowledged ZADD must be
+// there, with its score.
+func TestZSetKill9AppendfsyncAlways(t *testing.T) {
+	s := harness.Start(t, "--appendfsync", "always")
+	m := &zsModel{dbs: map[int]map[string]map[string]float64{0: {}, 2: {}}, ttl: map[string]bool{}}
+	for round := 1; round <= 2; round++ {
+		zsWorkload(t, s, m, round)
+		s.KillRestart()
+		verifyZsModel(t, s, m, fmt.Sprintf("round %d after kill -9", round))
+	}
+
+	// Concurrent writers, each on its own sorted set: ZADD of member i with score i/4, and
+	// every tenth write a ZINCRBY of member 0 instead. The kill comes while they write, so the
+	// write after the last acknowledged one may or may not be there.
+	ctx := harness.Ctx(t)
+	const writers = 4
+	c := s.ClientOpts(&redis.Options{PoolSize: writers + 1, MaxRetries: -1})
+	acked := make([]int, writers)
+	errs := make([]error, writers)
+	var total atomic.Int64
+	var killed, failed atomic.Bool
+	var wg sync.WaitGroup
+	// member0 is member 0's score after the first n writes of a writer.
+	member0 := func(n int) float64 { return float64((n + 9) / 10) }
+	for w := 0; w < writers; w++ {
+		// One sticky connection per writer: once the kill breaks it, go-redis reports the
+		// error instead of dialing the restarted server.
+		conn := c.Conn()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			key := fmt.Sprintf("live:%d", w)
+			for i := 0; ; i++ {
+				var err error
+				if i%10 == 0 {
+					err = conn.ZIncrBy(ctx, key, 1, "m00000").Err()
+				} else {
+					err = conn.ZAdd(ctx, key, redis.Z{Score: float64(i) / 4, Member: fmt.Sprintf("m%05d", i)}).Err()
+				}
+				if err != nil {
+					if !killed.Load() { // refused while the server was up, e.g. an unknown command
+						errs[w] = err
+						failed.Store(true)
+					}
+					return
+				}
+				acked[w] = i + 1
+				total.Add(1)
+			}
+		}()
+	}
+	harness.Eventually(t, 60*time.Second, "2,000 acknowledged writes", func() bool {
+		return total.Load() >= 2000 || failed.Load()
+	})
+	killed.Store(true)
+	s.KillRestart()
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d: %v", w, err)
+		}
+	}
+	k := newChecker(t, s.Client())
+	for w := 0; w < writers; w++ {
+		key := fmt.Sprintf("live:%d", w)
+		// The writes that made it are the first n, with n the number acknowledged or one more.
+		var want map[string]float64
+		var matched bool
+		got := zsStrings(t, k.arr("ZRANGE", key, 0, -1, "WITHSCORES"))
+		for _, n := range []int{acked[w], acked[w] + 1} {
+			want = map[string]float64{}
+			if n > 0 {
+				want["m00000"] = member0(n)
+			}
+			for i := 1; i < n; i++ {
+				if i%10 != 0 {
+					want[fmt.Sprintf("m%05d", i)] = float64(i) / 4
+				}
+			}
+			if slices.Equal(got, zsSorted(want)) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			t.Fatalf("%s after kill -9 with %d writes acknowledged: %s", key, acked[w], zsDiff(got, zsSorted(want)))
+		}
+		if len(want) > 0 {
+			m.dbs[0][key] = want
+		}
+	}
+	verifyZsModel(t, s, m, "after the concurrent round")
 }
