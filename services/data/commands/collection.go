@@ -135,6 +135,9 @@ func popFirst[T collection](c *Ctx, keys [][]byte, typ uint8, decode func([]byte
 				continue
 			}
 			if m.Type != typ {
+				if c.Retrying {
+					continue
+				}
 				return ErrWrongType
 			}
 			b, _, err := tx.Value(i)
@@ -242,7 +245,8 @@ func scanCollection(c *Ctx, read func() (members [][]byte, compact bool, err err
 		return
 	}
 	if compact {
-		a.count = max(len(members), 1)
+		// A listpack or intset comes whole, whatever the cursor, as in Redis.
+		a.cursor, a.count = 0, max(len(members), 1)
 	}
 	page, next := scanPage(members, a)
 	c.W.Array(2)

@@ -192,6 +192,10 @@ type Ctx struct {
 	// answers at once, as if timed out), as inside MULTI.
 	Block   *BlockRequest
 	NoBlock bool
+	// Retrying: the server runs a parked blocking command again after a write to one of its
+	// keys. A key that now holds another type serves nothing (the client stays parked), as
+	// in Redis, where only a key of the awaited type serves a blocked client.
+	Retrying bool
 	// Pre, set by the server for a FlagPrefetch command, is its key as the server's batch of
 	// reads found it; readValue takes it instead of reading the key again.
 	Pre *Prefetched

@@ -431,7 +431,7 @@ func move(c *Ctx, src, dst []byte, fromLeft, toLeft bool) (moved []byte, err err
 	keys := []kspKey{{DB: c.DB(), Key: src}, {DB: c.DB(), Key: dst}}
 	err = c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 		moved = nil
-		if _, ok := tx.Meta(0); !ok {
+		if m, ok := tx.Meta(0); !ok || c.Retrying && m.Type != typeList {
 			return nil
 		}
 		lists, err := txValues(tx, 2, typeList, decodeList)
@@ -581,9 +581,8 @@ func parseTimeout(c *Ctx, arg []byte) (time.Time, error) {
 	if !ok {
 		return time.Time{}, Error("ERR timeout is not a float or out of range")
 	}
-	// Redis takes (long long)(timeout * 1000): truncated toward zero, so -0.0001 is 0 (no
-	// limit); past a long long's range (inf too) the conversion gives its minimum, a negative
-	// timeout.
+	// Redis takes (long long)ceill(timeout * 1000); past a long long's range (inf too) the
+	// conversion gives its minimum, a negative timeout.
 	negative := Error("ERR timeout is negative")
 	if f.IsInf() {
 		return time.Time{}, negative
@@ -592,7 +591,12 @@ func parseTimeout(c *Ctx, arg []byte) (time.Time, error) {
 	if msf.Cmp(new(big.Float).SetFloat64(math.MaxInt64)) >= 0 || msf.Cmp(new(big.Float).SetFloat64(math.MinInt64)) < 0 {
 		return time.Time{}, negative
 	}
-	ms, _ := msf.Int64()
+	// Rounded up to the millisecond (ceill), so 0.0001 waits a millisecond and -0.0001 for
+	// ever.
+	ms, acc := msf.Int64()
+	if acc == big.Below {
+		ms++
+	}
 	switch {
 	case ms < 0:
 		return time.Time{}, negative

@@ -124,10 +124,15 @@ func (z *zsetValue) rank(m []byte) (int, bool) {
 
 // set gives member m score s (adding it if new) and reports whether it was new.
 func (z *zsetValue) set(m []byte, s float64) bool {
-	if len(m) > zsetMaxListpackValue {
+	old, exists := z.score(m)
+	// As Redis's zsetAdd, the set becomes a skiplist before the member goes in; a listpack
+	// keeps no negative zero (it prints 0).
+	if len(m) > zsetMaxListpackValue || !exists && len(z.items)+1 > zsetMaxListpackEntries {
 		z.flags |= zsetSkiplistEnc
 	}
-	old, exists := z.score(m)
+	if s == 0 && z.flags&zsetSkiplistEnc == 0 {
+		s = 0
+	}
 	if exists {
 		if old == s {
 			return false
@@ -141,9 +146,6 @@ func (z *zsetValue) set(m []byte, s float64) bool {
 	copy(z.items[i+1:], z.items[i:])
 	z.items[i] = it
 	z.index[string(m)] = s
-	if len(z.items) > zsetMaxListpackEntries {
-		z.flags |= zsetSkiplistEnc
-	}
 	return !exists
 }
 
@@ -191,6 +193,12 @@ func parseScoreBound(b []byte) (float64, bool, bool) {
 	exc := len(b) > 0 && b[0] == '('
 	if exc {
 		b = b[1:]
+	}
+	// strtod skips leading white space and reads nothing as 0; what follows the number must
+	// be the end.
+	b = bytes.TrimLeft(b, " \t\n\v\f\r")
+	if len(b) == 0 {
+		return 0, exc, true
 	}
 	f, ok := ParseFloat(b)
 	if !ok || math.IsNaN(f) {

@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -79,6 +80,9 @@ func parseScore(b []byte) (float64, bool) {
 	f, ok := ParseFloat(b)
 	if !ok || math.IsNaN(f) {
 		return 0, false
+	}
+	if lit, _ := scanFloat(b); f == 0 && lit.nonzero {
+		return 0, false // underflow: strtod's ERANGE with a zero result
 	}
 	if math.IsInf(f, 0) {
 		t := b
@@ -206,12 +210,16 @@ func zincrbyCmd(c *Ctx) {
 	}
 	var out float64
 	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
-		cur, _ := z.score(c.Args[3])
+		cur, had := z.score(c.Args[3])
 		out = cur + incr
 		if math.IsNaN(out) {
 			return false, errNaNScore
 		}
+		if had && out == cur {
+			return false, nil // an unchanged score touches nothing (WATCH holds)
+		}
 		z.set(c.Args[3], out)
+		out, _ = z.score(c.Args[3])
 		return true, nil
 	})
 	if err != nil {
@@ -348,7 +356,10 @@ const (
 // Redis's zrangeGenericCommand, errors included.
 func parseZRange(args [][]byte, kind int, rev, store bool) (zrangeSpec, error) {
 	sp := zrangeSpec{kind: kind, rev: rev, count: -1}
-	fixed := kind != rangeRank || rev // an older form: ZRANGEBYSCORE, ZREVRANGE, ...
+	// ZRANGE takes BYSCORE or BYLEX once and REV once; the older forms (ZRANGEBYSCORE,
+	// ZREVRANGE, ...) have them fixed and take neither.
+	fixed := kind != rangeRank || rev
+	kindAuto, revAuto := !fixed, !fixed
 	for j := 2; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
@@ -362,12 +373,12 @@ func parseZRange(args [][]byte, kind int, rev, store bool) (zrangeSpec, error) {
 			}
 			sp.limit, sp.offset, sp.count = true, o, n
 			j += 2
-		case !fixed && is(args[j], "BYSCORE"):
-			sp.kind = rangeScore
-		case !fixed && is(args[j], "BYLEX"):
-			sp.kind = rangeLex
-		case !fixed && is(args[j], "REV"):
-			sp.rev = true
+		case kindAuto && is(args[j], "BYSCORE"):
+			sp.kind, kindAuto = rangeScore, false
+		case kindAuto && is(args[j], "BYLEX"):
+			sp.kind, kindAuto = rangeLex, false
+		case revAuto && is(args[j], "REV"):
+			sp.rev, revAuto = true, false
 		default:
 			return sp, ErrSyntax
 		}
@@ -1109,6 +1120,15 @@ func zintercardCmd(c *Ctx) {
 	c.W.Int(n)
 }
 
+// scanScore is a score as ZSCAN shows it: a listpack holds an integral score as an integer,
+// which Redis prints in full ("123456789012345680", not "1.2345678901234568e+17").
+func scanScore(z *zsetValue, s float64) string {
+	if z.flags&zsetSkiplistEnc == 0 && s == math.Trunc(s) && math.Abs(s) < 1<<63 {
+		return strconv.FormatInt(int64(s), 10)
+	}
+	return formatScore(s)
+}
+
 // zscanCmd pages as HSCAN does; scores are bulk strings, in RESP3 too, as Redis's.
 func zscanCmd(c *Ctx) {
 	var z *zsetValue
@@ -1124,7 +1144,7 @@ func zscanCmd(c *Ctx) {
 		return members, z.flags&zsetSkiplistEnc == 0, err
 	}, 2, func(i int) {
 		c.W.Bulk(z.items[i].member)
-		c.W.BulkString(formatScore(z.items[i].score))
+		c.W.BulkString(scanScore(z, z.items[i].score))
 	})
 }
 

@@ -156,7 +156,9 @@ func (lp *loop) retryBlocked(c *conn) {
 	if !c.blocked || c.closed {
 		return
 	}
+	c.ctx.Retrying = true
 	c.dispatch(c.blockArgs)
+	c.ctx.Retrying = false
 	if c.ctx.Block != nil {
 		c.ctx.Block = nil // nothing there after all: still parked, still first in line
 		return
