@@ -1,0 +1,334 @@
+package test
+
+// End-to-end tests of the stream commands (XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XINFO),
+// of stream keys under transactions, restarts and kill -9. Exact replies and error lines were
+// checked against redis-server 7.0.15, in RESP2 and RESP3.
+//
+// Trimming with "~" is not checked for how much it trims: Redis trims whole radix-tree nodes
+// only (so a small stream is not trimmed at all), Lavik trims exactly.
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lavikdb/lavik/test/harness"
+)
+
+const errStreamID = "ERR Invalid stream ID specified as stream command argument"
+
+// ent is one stream entry as XRANGE replies with it.
+func ent(id string, fv ...string) []any {
+	f := make([]any, len(fv))
+	for i, s := range fv {
+		f[i] = s
+	}
+	return []any{id, f}
+}
+
+// ents is a list of entries.
+func ents(es ...[]any) []any {
+	out := make([]any, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// infoMap returns a flat field/value reply (XINFO in RESP2) as a map.
+func infoMap(t testing.TB, v any) map[string]any {
+	t.Helper()
+	a, ok := v.([]any)
+	if !ok || len(a)%2 != 0 {
+		t.Fatalf("want a flat field/value array, got %s", short(v))
+	}
+	m := map[string]any{}
+	for i := 0; i < len(a); i += 2 {
+		m[a[i].(string)] = a[i+1]
+	}
+	return m
+}
+
+func TestStreamCommands(t *testing.T) {
+	s, c := startServer(t)
+
+	subtest(t, c, "XADD", func(t *testing.T, k checker) {
+		k.eq("1-1", "XADD", "s", "1-1", "a", "1")
+		k.err("ERR The ID specified in XADD is equal or smaller than the target stream top item", "XADD", "s", "1-1", "a", "1")
+		k.err("ERR The ID specified in XADD is equal or smaller than the target stream top item", "XADD", "s", "1-0", "a", "1")
+		k.err("ERR The ID specified in XADD must be greater than 0-0", "XADD", "s", "0-0", "a", "1")
+		k.err("ERR The ID specified in XADD must be greater than 0-0", "XADD", "new", "0-0", "a", "1")
+		k.eq(0, "EXISTS", "new")
+		k.eq("1-2", "XADD", "s", "1-*", "b", "2")
+		k.eq("5-0", "XADD", "s", "5", "c", "3", "d", "4")
+		k.eq("5-1", "XADD", "s", "5-*", "e", "5")
+		k.eq("7-0", "XADD", "s", "7-*", "e", "5")
+		for _, bad := range []string{"abc", "-1", "+", "-", "1-2-3", "1-x", "18446744073709551616"} {
+			k.err(errStreamID, "XADD", "s", bad, "a", "1")
+		}
+		// An id from the clock is above the last one and made of the time in ms.
+		before := time.Now().UnixMilli()
+		k.str("XADD", "clock", "1-1", "f", "v")
+		id := k.str("XADD", "clock", "*", "f", "v")
+		ms, _, _ := strings.Cut(id, "-")
+		if n, err := strconv.ParseInt(ms, 10, 64); err != nil || n < before-1000 || n > time.Now().UnixMilli()+1000 {
+			t.Fatalf("XADD *: id %s is not the time (%d)", id, before)
+		}
+		// After an explicit id in the future, * continues from it.
+		k.eq("99999999999999-0", "XADD", "t", "99999999999999-0", "a", "1")
+		k.eq("99999999999999-1", "XADD", "t", "*", "a", "1")
+		k.eq("18446744073709551615-18446744073709551615", "XADD", "m", "18446744073709551615-18446744073709551615", "a", "1")
+		k.err("ERR The stream has exhausted the last possible ID, unable to add more items", "XADD", "m", "*", "a", "1")
+		k.eq(5, "XLEN", "s")
+
+		for _, args := range [][]any{
+			{"XADD", "s", "maxlen", "2"}, {"XADD", "s", "6-0", "a"}, {"XADD", "s", "6-0", "a", "b", "c"},
+		} {
+			k.err(errArity("xadd"), args...)
+		}
+		k.err(errStreamID, "XADD", "s", "NOMKSTREAM", "a", "b") // a is taken for the id
+		k.err(errNotInt, "XADD", "s", "MAXLEN", "x", "*", "a", "1")
+		k.err("ERR The MAXLEN argument must be >= 0.", "XADD", "s", "MAXLEN", "-1", "*", "a", "1")
+		k.err("ERR syntax error, MAXLEN and MINID options at the same time are not compatible", "XADD", "s", "MAXLEN", "2", "MINID", "3", "*", "a", "1")
+		k.err("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy", "XADD", "s", "LIMIT", "2", "*", "a", "1")
+		k.err("ERR syntax error, LIMIT cannot be used without the special ~ option", "XADD", "s", "MAXLEN", "2", "LIMIT", "2", "*", "a", "1")
+		k.err("ERR syntax error, LIMIT cannot be used without the special ~ option", "XADD", "s", "MAXLEN", "=", "2", "LIMIT", "2", "*", "a", "1")
+		k.err("ERR The LIMIT argument must be >= 0.", "XADD", "s", "MAXLEN", "~", "2", "LIMIT", "-1", "*", "a", "1")
+		k.err(errStreamID, "XADD", "s", "MINID", "+", "*", "a", "1")
+
+		k.null("XADD", "nk", "NOMKSTREAM", "*", "a", "1")
+		k.eq(0, "EXISTS", "nk")
+		k.eq("3-0", "XADD", "e", "3", "a", "1")
+		k.eq("3-1", "XADD", "e", "NOMKSTREAM", "3-1", "a", "1")
+
+		// Trimming: MAXLEN keeps the newest, MINID drops ids below.
+		k.eq("8-0", "XADD", "s", "MAXLEN", "3", "8-0", "x", "y")
+		k.eq(ents(ent("5-1", "e", "5"), ent("7-0", "e", "5"), ent("8-0", "x", "y")), "XRANGE", "s", "5-1", "8")
+		k.eq(3, "XLEN", "s")
+		k.eq("9-0", "XADD", "s", "MINID", "=", "8", "9-0", "x", "y")
+		k.eq(ents(ent("8-0", "x", "y"), ent("9-0", "x", "y")), "XRANGE", "s", "-", "+")
+		k.eq("10-0", "XADD", "s", "MAXLEN", "~", "100", "10-0", "x", "y")
+		k.eq(3, "XLEN", "s")
+	})
+
+	subtest(t, c, "XRANGE", func(t *testing.T, k checker) {
+		for i := 1; i <= 5; i++ {
+			k.eq(fmt.Sprintf("%d-1", i), "XADD", "s", fmt.Sprintf("%d-1", i), "f", strconv.Itoa(i))
+		}
+		all := ents(ent("1-1", "f", "1"), ent("2-1", "f", "2"), ent("3-1", "f", "3"), ent("4-1", "f", "4"), ent("5-1", "f", "5"))
+		k.eq(all, "XRANGE", "s", "-", "+")
+		k.eq(all[:2], "XRANGE", "s", "-", "+", "COUNT", "2")
+		k.eq(all[1:3], "XRANGE", "s", "2", "3")
+		k.eq(all[1:2], "XRANGE", "s", "(1-1", "(3-1")
+		k.eq(all, "XRANGE", "s", "(1", "+") // (1 is after 1-0
+		k.eq(all[1:], "XRANGE", "s", "(1-1", "+")
+		k.eq(ents(), "XRANGE", "s", "5", "1")
+		k.eq(ents(), "XRANGE", "nokey", "-", "+")
+		k.null("XRANGE", "s", "-", "+", "COUNT", "0")
+		k.null("XRANGE", "s", "-", "+", "COUNT", "-1") // a negative count is 0
+		k.eq(ents(all[4].([]any), all[3].([]any)), "XREVRANGE", "s", "+", "-", "COUNT", "2")
+		k.eq(ents(all[2].([]any), all[1].([]any)), "XREVRANGE", "s", "(4-1", "(1-1")
+		k.eq(ents(), "XREVRANGE", "s", "-", "+")
+		k.err(errNotInt, "XRANGE", "s", "-", "+", "COUNT", "x")
+		k.err(errSyntax, "XRANGE", "s", "-", "+", "foo")
+		k.err(errSyntax, "XRANGE", "s", "-", "+", "COUNT")
+		k.err(errStreamID, "XRANGE", "s", "x", "+")
+		k.err(errStreamID, "XRANGE", "s", "(-", "+")
+		k.err("ERR invalid end ID for the interval", "XRANGE", "s", "-", "(0-0")
+		k.err("ERR invalid start ID for the interval", "XRANGE", "s", "(18446744073709551615-18446744073709551615", "+")
+		k.err(errArity("xrange"), "XRANGE", "s", "-")
+	})
+
+	subtest(t, c, "XDEL XTRIM XSETID", func(t *testing.T, k checker) {
+		for i := 1; i <= 5; i++ {
+			k.str("XADD", "s", fmt.Sprintf("%d-1", i), "f", strconv.Itoa(i))
+		}
+		k.eq(0, "XDEL", "nokey", "x") // a missing key answers before the ids are parsed
+		k.err(errStreamID, "XDEL", "s", "1-1", "x")
+		k.eq(5, "XLEN", "s") // nothing was deleted by the refused XDEL
+		k.eq(2, "XDEL", "s", "1-1", "1-1", "5-1", "99")
+		k.eq(3, "XLEN", "s")
+		info := infoMap(t, k.arr("XINFO", "STREAM", "s"))
+		if info["max-deleted-entry-id"] != "5-1" || info["recorded-first-entry-id"] != "2-1" || info["entries-added"] != int64(5) || info["last-generated-id"] != "5-1" {
+			t.Fatalf("XINFO STREAM after XDEL: %v", info)
+		}
+		k.err(errSyntax, "XTRIM", "s", "FOO", "1")
+		k.err(errNotInt, "XTRIM", "s", "MAXLEN", "~")
+		k.err(errSyntax, "XTRIM", "s", "MAXLEN", "1", "extra")
+		k.err("ERR syntax error, LIMIT cannot be used without the special ~ option", "XTRIM", "s", "MINID", "1", "LIMIT", "1")
+		k.err(errArity("xtrim"), "XTRIM", "s")
+		k.eq(0, "XTRIM", "nokey", "MAXLEN", "0")
+		k.eq(1, "XTRIM", "s", "MINID", "3")
+		k.eq(1, "XTRIM", "s", "MAXLEN", "=", "1")
+		k.eq(ents(ent("4-1", "f", "4")), "XRANGE", "s", "-", "+")
+		k.eq(0, "XTRIM", "s", "MAXLEN", "~", "5", "LIMIT", "0")
+
+		k.err("ERR The ID specified in XSETID is smaller than the target stream top item", "XSETID", "s", "4-0")
+		k.err("ERR entries_added must be positive", "XSETID", "s", "6-0", "ENTRIESADDED", "-1")
+		k.err("ERR The entries_added specified in XSETID is smaller than the target stream length", "XSETID", "s", "6-0", "ENTRIESADDED", "0")
+		k.err("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id", "XSETID", "s", "6-0", "MAXDELETEDID", "7-0")
+		k.err(errSyntax, "XSETID", "s", "6-0", "foo")
+		k.err(errStreamID, "XSETID", "s", "+")
+		k.err("ERR no such key", "XSETID", "nokey", "1-1")
+		k.ok("XSETID", "s", "6-0", "ENTRIESADDED", "9", "MAXDELETEDID", "5-5")
+		info = infoMap(t, k.arr("XINFO", "STREAM", "s"))
+		if info["max-deleted-entry-id"] != "5-5" || info["entries-added"] != int64(9) || info["last-generated-id"] != "6-0" {
+			t.Fatalf("XINFO STREAM after XSETID: %v", info)
+		}
+		k.err("ERR The ID specified in XADD is equal or smaller than the target stream top item", "XADD", "s", "6-0", "a", "b")
+		k.eq("6-1", "XADD", "s", "6-*", "a", "b")
+
+		// A stream emptied by XDEL or XTRIM is still a key, of type stream.
+		k.eq(1, "XDEL", "s", "4-1")
+		k.eq(1, "XTRIM", "s", "MAXLEN", "0")
+		k.eq(0, "XLEN", "s")
+		k.eq(1, "EXISTS", "s")
+		k.eq("stream", "TYPE", "s")
+		k.eq("stream", "OBJECT", "ENCODING", "s")
+	})
+
+	subtest(t, c, "XINFO", func(t *testing.T, k checker) {
+		k.str("XADD", "s", "1-1", "a", "1")
+		k.str("XADD", "s", "2-1", "b", "2")
+		k.eq(1, "XDEL", "s", "2-1")
+		k.eq([]any{"length", int64(1), "radix-tree-keys", int64(1), "radix-tree-nodes", int64(2),
+			"last-generated-id", "2-1", "max-deleted-entry-id", "2-1", "entries-added", int64(2),
+			"recorded-first-entry-id", "1-1", "groups", int64(0), "first-entry", ent("1-1", "a", "1"),
+			"last-entry", ent("1-1", "a", "1")}, "XINFO", "STREAM", "s")
+		k.eq([]any{"length", int64(1), "radix-tree-keys", int64(1), "radix-tree-nodes", int64(2),
+			"last-generated-id", "2-1", "max-deleted-entry-id", "2-1", "entries-added", int64(2),
+			"recorded-first-entry-id", "1-1", "entries", ents(ent("1-1", "a", "1")), "groups", []any{}},
+			"XINFO", "STREAM", "s", "FULL")
+		k.err("ERR no such key", "XINFO", "STREAM", "nokey")
+		k.err("ERR no such key", "XINFO", "GROUPS", "nokey")
+		k.err("ERR unknown subcommand or wrong number of arguments for 'STREAM'. Try XINFO HELP.", "XINFO", "STREAM", "s", "foo")
+		k.err("ERR unknown subcommand or wrong number of arguments for 'STREAM'. Try XINFO HELP.", "XINFO", "STREAM", "s", "FULL", "COUNT")
+		k.err(errNotInt, "XINFO", "STREAM", "s", "FULL", "COUNT", "x")
+		k.err("ERR unknown subcommand 'FOO'. Try XINFO HELP.", "XINFO", "FOO")
+		k.err(errArity("xinfo|stream"), "XINFO", "STREAM")
+		k.err("NOGROUP No such consumer group 'g' for key name 's'", "XINFO", "CONSUMERS", "s", "g")
+		k.eq([]any{}, "XINFO", "GROUPS", "s")
+		help := k.arr("XINFO", "HELP")
+		if len(help) != 9 || help[0] != "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" {
+			t.Fatalf("XINFO HELP: %s", short(help))
+		}
+		k.str("XADD", "e", "1-1", "a", "1")
+		k.eq(1, "XDEL", "e", "1-1")
+		k.eq([]any{"length", int64(0), "radix-tree-keys", int64(0), "radix-tree-nodes", int64(1),
+			"last-generated-id", "1-1", "max-deleted-entry-id", "1-1", "entries-added", int64(1),
+			"recorded-first-entry-id", "0-0", "groups", int64(0), "first-entry", nil, "last-entry", nil}, "XINFO", "STREAM", "e")
+	})
+
+	subtest(t, c, "WRONGTYPE", func(t *testing.T, k checker) {
+		k.ok("SET", "str", "v")
+		k.str("XADD", "s", "1-1", "a", "1")
+		for _, args := range [][]any{
+			{"XADD", "str", "*", "a", "1"}, {"XLEN", "str"}, {"XRANGE", "str", "-", "+"},
+			{"XRANGE", "str", "-", "+", "COUNT", "0"}, {"XREVRANGE", "str", "+", "-"}, {"XDEL", "str", "1-1"},
+			{"XTRIM", "str", "MAXLEN", "0"}, {"XSETID", "str", "1-1"}, {"XINFO", "STREAM", "str"},
+			{"XINFO", "GROUPS", "str"}, {"XINFO", "CONSUMERS", "str", "g"},
+			{"GET", "s"}, {"LPUSH", "s", "x"}, {"HSET", "s", "f", "v"}, {"SADD", "s", "m"}, {"ZADD", "s", "1", "m"},
+		} {
+			k.err(errWrongType, args...)
+		}
+		k.eq("v", "GET", "str")
+		k.eq(1, "XLEN", "s")
+	})
+
+	// RESP3: XINFO replies are maps; entries are the same arrays.
+	k3 := newChecker(t, s.ClientOpts(&redis.Options{Protocol: 3}))
+	k3.ok("FLUSHALL")
+	k3.str("XADD", "s", "1-1", "a", "1")
+	got, err := k3.do("XINFO", "STREAM", "s")
+	m, ok := got.(map[any]any)
+	if err != nil || !ok || m["length"] != int64(1) || !reflect.DeepEqual(m["first-entry"], ent("1-1", "a", "1")) {
+		t.Fatalf("RESP3 XINFO STREAM: %s %v", short(got), err)
+	}
+	k3.eq(ents(ent("1-1", "a", "1")), "XRANGE", "s", "-", "+")
+	k3.null("XRANGE", "s", "-", "+", "COUNT", "0")
+}
+
+// streamModel is what the durability tests expect: per key, the entries in order.
+type streamModel map[string][]any
+
+func streamWorkload(t *testing.T, s *harness.Server, m streamModel, round int) {
+	t.Helper()
+	k := newChecker(t, s.Client())
+	for i := 0; i < 50; i++ {
+		key := fmt.Sprintf("s%d", i%5)
+		id := fmt.Sprintf("%d-%d", round, i)
+		k.eq(id, "XADD", key, id, "n", strconv.Itoa(i), "round", strconv.Itoa(round))
+		m[key] = append(m[key], ent(id, "n", strconv.Itoa(i), "round", strconv.Itoa(round)))
+	}
+	k.eq(1, "XDEL", "s0", fmt.Sprintf("%d-0", round))
+	for i, e := range m["s0"] {
+		if e.([]any)[0] == fmt.Sprintf("%d-0", round) {
+			m["s0"] = append(m["s0"][:i], m["s0"][i+1:]...)
+			break
+		}
+	}
+	k.eq(2, "XTRIM", "s1", "MAXLEN", strconv.Itoa(len(m["s1"])-2))
+	m["s1"] = m["s1"][2:]
+}
+
+func verifyStreamModel(t *testing.T, s *harness.Server, m streamModel, when string) {
+	t.Helper()
+	k := newChecker(t, s.Client())
+	for key, want := range m {
+		got := k.arr("XRANGE", key, "-", "+")
+		if !reflect.DeepEqual(got, normalize(want)) {
+			t.Fatalf("%s: XRANGE %s = %s; want %s", when, key, short(got), short(want))
+		}
+	}
+}
+
+func TestStreamRestart(t *testing.T) {
+	s := harness.Start(t)
+	m := streamModel{}
+	for round := 1; round <= 2; round++ {
+		streamWorkload(t, s, m, round)
+		verifyStreamModel(t, s, m, fmt.Sprintf("round %d before restart", round))
+		s.Restart()
+		verifyStreamModel(t, s, m, fmt.Sprintf("round %d after restart", round))
+	}
+	// The last id and counters survive too: an id at or below the last is still refused.
+	k := newChecker(t, s.Client())
+	k.err("ERR The ID specified in XADD is equal or smaller than the target stream top item", "XADD", "s0", "2-0", "a", "b")
+}
+
+func TestStreamKill9AppendfsyncAlways(t *testing.T) {
+	s := harness.Start(t, "--appendfsync", "always")
+	m := streamModel{}
+	for round := 1; round <= 2; round++ {
+		streamWorkload(t, s, m, round)
+		s.KillRestart()
+		verifyStreamModel(t, s, m, fmt.Sprintf("round %d after kill -9", round))
+	}
+}
+
+func TestStreamTransactions(t *testing.T) {
+	s, c := startServer(t)
+	subtest(t, c, "MultiExec", func(t *testing.T, k checker) {
+		k.ok("SET", "str", "v")
+		r := dialRESP(t, s)
+		got := r.txRun(
+			txCmd("XADD", "s", "1-1", "a", "1"),
+			txCmd("XADD", "s", "1-1", "a", "1"), // refused at execution; the others still apply
+			txCmd("XADD", "str", "*", "a", "1"),
+			txCmd("XADD", "s", "2-1", "b", "2"),
+			txCmd("XLEN", "s"),
+			txCmd("XDEL", "s", "1-1"),
+		)
+		want := []any{"1-1", respError("ERR The ID specified in XADD is equal or smaller than the target stream top item"),
+			respError(errWrongType), "2-1", int64(2), int64(1)}
+		if !reflect.DeepEqual(asSlice(t, got), want) {
+			t.Fatalf("EXEC: got %s; want %s", short(got), short(want))
+		}
+		k.eq(ents(ent("2-1", "b", "2")), "XRANGE", "s", "-", "+")
+	})
+}
