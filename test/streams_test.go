@@ -332,3 +332,98 @@ func TestStreamTransactions(t *testing.T) {
 		k.eq(ents(ent("2-1", "b", "2")), "XRANGE", "s", "-", "+")
 	})
 }
+
+// waitBlocked waits until n clients are blocked.
+func waitBlocked(t *testing.T, k checker, n int) {
+	t.Helper()
+	harness.Eventually(t, 10*time.Second, fmt.Sprintf("%d blocked clients", n), func() bool {
+		return infoFields(k.str("INFO", "clients"))["blocked_clients"] == strconv.Itoa(n)
+	})
+}
+
+// TestStreamRead checks XREAD: replies, errors, BLOCK woken by an XADD on another connection,
+// BLOCK timing out with a null reply, "$" meaning the last id when the command was first run,
+// and BLOCK inside MULTI answering at once.
+func TestStreamRead(t *testing.T) {
+	s, c := startServer(t)
+
+	subtest(t, c, "Replies", func(t *testing.T, k checker) {
+		k.str("XADD", "s", "1-1", "a", "1")
+		k.str("XADD", "s", "2-1", "b", "2")
+		k.str("XADD", "t", "5-1", "c", "3")
+		k.eq([]any{[]any{"s", ents(ent("1-1", "a", "1"), ent("2-1", "b", "2"))}}, "XREAD", "STREAMS", "s", "0")
+		k.eq([]any{[]any{"s", ents(ent("1-1", "a", "1"))}, []any{"t", ents(ent("5-1", "c", "3"))}},
+			"XREAD", "COUNT", "1", "STREAMS", "s", "t", "0", "0")
+		k.eq([]any{[]any{"t", ents(ent("5-1", "c", "3"))}}, "XREAD", "COUNT", "-1", "STREAMS", "nokey", "s", "t", "0", "2-1", "0")
+		k.eq([]any{[]any{"s", ents(ent("2-1", "b", "2"))}}, "XREAD", "STREAMS", "s", "1-1")
+		k.eq([]any{[]any{"s", ents(ent("1-1", "a", "1"), ent("2-1", "b", "2"))}}, "XREAD", "STREAMS", "s", "1") // 1 is 1-0
+		k.null("XREAD", "STREAMS", "s", "$")
+		k.err(errStreamID, "XREAD", "STREAMS", "s", "+")
+		k.null("XREAD", "BLOCK", "10", "STREAMS", "s", "$")
+		k.err(errSyntax, "XREAD", "COUNT", "1", "FOO")
+		k.err(errSyntax, "XREAD", "COUNT", "1", "s", "0")
+		k.err(errSyntax, "XREAD", "FOO", "STREAMS", "s", "0")
+		k.err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.", "XREAD", "STREAMS", "s", "0", "t")
+		k.err(errNotInt, "XREAD", "COUNT", "x", "STREAMS", "s", "0")
+		k.err("ERR timeout is not an integer or out of range", "XREAD", "BLOCK", "x", "STREAMS", "s", "0")
+		k.err("ERR timeout is negative", "XREAD", "BLOCK", "-1", "STREAMS", "s", "0")
+		k.err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.", "XREAD", "GROUP", "g", "c", "STREAMS", "s", "0")
+		k.err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.", "XREAD", "NOACK", "STREAMS", "s", "0")
+		k.err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.", "XREAD", "STREAMS", "s", ">")
+		k.err(errStreamID, "XREAD", "STREAMS", "s", "-")
+		k.err(errStreamID, "XREAD", "STREAMS", "s", "x")
+		k.ok("SET", "str", "v")
+		k.err(errWrongType, "XREAD", "STREAMS", "s", "str", "0", "0")
+		k.err(errArity("xread"), "XREAD", "STREAMS", "s")
+		k.eq([]any{"s", "t"}, "COMMAND", "GETKEYS", "XREAD", "COUNT", "1", "STREAMS", "s", "t", "0", "0")
+
+		k3 := newChecker(t, s.ClientOpts(&redis.Options{Protocol: 3}))
+		k3.eq(map[any]any{"s": ents(ent("2-1", "b", "2")), "t": ents(ent("5-1", "c", "3"))}, "XREAD", "STREAMS", "s", "t", "1-1", "0")
+		k3.null("XREAD", "STREAMS", "s", "$")
+	})
+
+	subtest(t, c, "Block", func(t *testing.T, k checker) {
+		k.str("XADD", "s", "1-1", "a", "1")
+		r := dialRESP(t, s)
+		// "$" is the last id when XREAD first runs: an entry added while it waits is served,
+		// and the XDEL meanwhile (a write to the key) does not end the wait.
+		r.send("XREAD", "BLOCK", "0", "STREAMS", "nokey", "s", "$", "$")
+		waitBlocked(t, k, 1)
+		k.eq(1, "XDEL", "s", "1-1")
+		k.str("XADD", "s", "2-1", "b", "2")
+		if got := r.read(); !reflect.DeepEqual(got, []any{[]any{"s", ents(ent("2-1", "b", "2"))}}) {
+			t.Fatalf("XREAD BLOCK woken by XADD: %s", short(got))
+		}
+		// On a missing key "$" is 0-0: the first entry added is served.
+		r.send("XREAD", "BLOCK", "0", "STREAMS", "nokey", "$")
+		waitBlocked(t, k, 1)
+		k.str("XADD", "nokey", "1-1", "x", "y")
+		if got := r.read(); !reflect.DeepEqual(got, []any{[]any{"nokey", ents(ent("1-1", "x", "y"))}}) {
+			t.Fatalf("XREAD BLOCK on a missing key: %s", short(got))
+		}
+		// Two readers of one stream are both served by one XADD.
+		r2 := dialRESP(t, s)
+		r.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+		r2.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+		waitBlocked(t, k, 2)
+		k.str("XADD", "s", "3-1", "c", "3")
+		for _, rc := range []*respConn{r, r2} {
+			if got := rc.read(); !reflect.DeepEqual(got, []any{[]any{"s", ents(ent("3-1", "c", "3"))}}) {
+				t.Fatalf("XREAD BLOCK, two readers: %s", short(got))
+			}
+		}
+		// A timeout answers null.
+		start := time.Now()
+		if got := r.do("XREAD", "BLOCK", "100", "STREAMS", "s", "$"); got != nil {
+			t.Fatalf("XREAD BLOCK 100: %s; want null", short(got))
+		}
+		if d := time.Since(start); d < 100*time.Millisecond {
+			t.Fatalf("XREAD BLOCK 100 answered after %v", d)
+		}
+		// Inside MULTI, BLOCK answers at once as if timed out.
+		got := r.txRun(txCmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), txCmd("XLEN", "s"))
+		if !reflect.DeepEqual(got, []any{nil, int64(2)}) {
+			t.Fatalf("XREAD BLOCK in MULTI: %s", short(got))
+		}
+	})
+}

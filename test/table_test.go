@@ -58,7 +58,7 @@ var tblRequired = []tblRef{
 	{"xadd", -5, 1, 1, 1}, {"xlen", 2, 1, 1, 1}, {"xrange", -4, 1, 1, 1}, {"xrevrange", -4, 1, 1, 1},
 	{"xdel", -3, 1, 1, 1}, {"xtrim", -4, 1, 1, 1}, {"xsetid", -3, 1, 1, 1}, {"xinfo", -2, 0, 0, 0},
 	{"xinfo|stream", -3, 2, 2, 1}, {"xinfo|groups", 3, 2, 2, 1}, {"xinfo|consumers", 4, 2, 2, 1},
-	{"xinfo|help", 2, 0, 0, 0},
+	{"xinfo|help", 2, 0, 0, 0}, {"xread", -4, 0, 0, 0},
 }
 
 type tblRef struct {
@@ -268,6 +268,8 @@ var tblSamples = []tblSample{
 	{name: "xdel", setup: tblStreamK, args: []string{"XDEL", "k", "1-1", "9-9"}, keys: tblK, changes: tblK, want: 1},
 	{name: "xtrim", setup: tblStreamK, args: []string{"XTRIM", "k", "MAXLEN", "1"}, keys: tblK, changes: tblK, want: 1},
 	{name: "xsetid", setup: tblStreamK, args: []string{"XSETID", "k", "5-0"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xread", setup: tblStreamK, args: []string{"XREAD", "COUNT", "1", "STREAMS", "x", "k", "0", "0"}, keys: []string{"x", "k"},
+		want: []any{[]any{"k", []any{[]any{"1-1", []any{"a", "1"}}}}}},
 	{name: "xinfo"},
 	{name: "xinfo|stream", setup: tblStreamK, args: []string{"XINFO", "STREAM", "k"}, keys: tblK, want: tblArrayHead("length")},
 	{name: "xinfo|groups", setup: tblStreamK, args: []string{"XINFO", "GROUPS", "k"}, keys: tblK, want: []any{}},

@@ -218,6 +218,10 @@ type BlockRequest struct {
 	DB       int
 	Keys     [][]byte
 	Deadline time.Time
+	// Args, when set, are what the command is run with again after a wake-up, instead of the
+	// arguments it was first given: XREAD fixes the id "$" stood for at its first run, so a
+	// re-run serves what was added since then, not since the wake-up.
+	Args [][]byte
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.
