@@ -58,7 +58,11 @@ var tblRequired = []tblRef{
 	{"xadd", -5, 1, 1, 1}, {"xlen", 2, 1, 1, 1}, {"xrange", -4, 1, 1, 1}, {"xrevrange", -4, 1, 1, 1},
 	{"xdel", -3, 1, 1, 1}, {"xtrim", -4, 1, 1, 1}, {"xsetid", -3, 1, 1, 1}, {"xinfo", -2, 0, 0, 0},
 	{"xinfo|stream", -3, 2, 2, 1}, {"xinfo|groups", 3, 2, 2, 1}, {"xinfo|consumers", 4, 2, 2, 1},
-	{"xinfo|help", 2, 0, 0, 0}, {"xread", -4, 0, 0, 0},
+	{"xinfo|help", 2, 0, 0, 0}, {"xread", -4, 0, 0, 0}, {"xgroup", -2, 0, 0, 0},
+	{"xgroup|create", -5, 2, 2, 1}, {"xgroup|setid", -5, 2, 2, 1}, {"xgroup|destroy", 4, 2, 2, 1},
+	{"xgroup|createconsumer", 5, 2, 2, 1}, {"xgroup|delconsumer", 5, 2, 2, 1}, {"xgroup|help", 2, 0, 0, 0},
+	{"xreadgroup", -7, 0, 0, 0}, {"xack", -4, 1, 1, 1}, {"xpending", -3, 1, 1, 1}, {"xclaim", -6, 1, 1, 1},
+	{"xautoclaim", -6, 1, 1, 1},
 }
 
 type tblRef struct {
@@ -270,6 +274,19 @@ var tblSamples = []tblSample{
 	{name: "xsetid", setup: tblStreamK, args: []string{"XSETID", "k", "5-0"}, keys: tblK, changes: tblK, want: tblOK},
 	{name: "xread", setup: tblStreamK, args: []string{"XREAD", "COUNT", "1", "STREAMS", "x", "k", "0", "0"}, keys: []string{"x", "k"},
 		want: []any{[]any{"k", []any{[]any{"1-1", []any{"a", "1"}}}}}},
+	{name: "xgroup"},
+	{name: "xgroup|create", setup: tblStreamK, args: []string{"XGROUP", "CREATE", "k", "g", "$"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xgroup|setid", setup: tblGroupK, args: []string{"XGROUP", "SETID", "k", "g", "0"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xgroup|destroy", setup: tblGroupK, args: []string{"XGROUP", "DESTROY", "k", "g"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|createconsumer", setup: tblGroupK, args: []string{"XGROUP", "CREATECONSUMER", "k", "g", "c2"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|delconsumer", setup: tblGroupK, args: []string{"XGROUP", "DELCONSUMER", "k", "g", "c"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|help", args: []string{"XGROUP", "HELP"}, want: tblHelp("XGROUP")},
+	{name: "xreadgroup", setup: tblGroupK, args: []string{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "k", ">"}, keys: tblK, changes: tblK,
+		want: []any{[]any{"k", []any{[]any{"2-1", []any{"b", "2"}}}}}},
+	{name: "xack", setup: tblGroupK, args: []string{"XACK", "k", "g", "1-1"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xpending", setup: tblGroupK, args: []string{"XPENDING", "k", "g"}, keys: tblK, want: []any{int64(1), "1-1", "1-1", []any{[]any{"c", "1"}}}},
+	{name: "xclaim", setup: tblGroupK, args: []string{"XCLAIM", "k", "g", "c2", "0", "1-1", "JUSTID"}, keys: tblK, changes: tblK, want: []any{"1-1"}},
+	{name: "xautoclaim", setup: tblGroupK, args: []string{"XAUTOCLAIM", "k", "g", "c2", "0", "0", "JUSTID"}, keys: tblK, changes: tblK, want: []any{"0-0", []any{"1-1"}, []any{}}},
 	{name: "xinfo"},
 	{name: "xinfo|stream", setup: tblStreamK, args: []string{"XINFO", "STREAM", "k"}, keys: tblK, want: tblArrayHead("length")},
 	{name: "xinfo|groups", setup: tblStreamK, args: []string{"XINFO", "GROUPS", "k"}, keys: tblK, want: []any{}},
@@ -324,6 +341,11 @@ var tblZSetK = [][]string{{"ZADD", "k", "1", "a", "2", "b"}}
 
 // tblStreamK makes k the stream 1-1 a=1, 2-1 b=2.
 var tblStreamK = [][]string{{"XADD", "k", "1-1", "a", "1"}, {"XADD", "k", "2-1", "b", "2"}}
+
+// tblGroupK makes k the stream of tblStreamK with a group g, whose consumer c was delivered
+// 1-1 and has not acknowledged it.
+var tblGroupK = append(tblStreamK[:len(tblStreamK):len(tblStreamK)], []string{"XGROUP", "CREATE", "k", "g", "0"},
+	[]string{"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "k", ">"})
 
 // tblListK makes k the list a, b.
 var tblListK = [][]string{{"RPUSH", "k", "a", "b"}}
@@ -797,7 +819,8 @@ func tblValue(c *tblConn, key string) string {
 		return typ + " " + strings.Join(pairs, ",")
 	case strings.Contains(typ, "stream"):
 		// XINFO STREAM FULL shows what XRANGE does not: the last id, the counters, the groups.
-		return typ + " " + tblShow(c.do("XRANGE", key, "-", "+")) + " " + tblShow(c.do("XINFO", "STREAM", key, "FULL", "COUNT", "0"))
+		// fmt, not tblShow, which shortens long arrays.
+		return typ + " " + fmt.Sprint(c.do("XRANGE", key, "-", "+")) + " " + fmt.Sprint(c.do("XINFO", "STREAM", key, "FULL", "COUNT", "0"))
 	case strings.Contains(typ, "zset"):
 		items, _ = c.do("ZRANGE", key, "0", "-1", "WITHSCORES").([]any)
 		return typ + " " + tblShow(items)

@@ -30,10 +30,6 @@ type xreadArgs struct {
 
 // parseXRead parses XREAD's or XREADGROUP's options, as Redis's xreadCommand.
 func parseXRead(args [][]byte, xreadgroup bool) (a xreadArgs, err error) {
-	name := "XREAD"
-	if xreadgroup {
-		name = "XREADGROUP"
-	}
 	for i := 1; i < len(args); i++ {
 		more := len(args) - i - 1
 		o := args[i]
@@ -67,11 +63,8 @@ func parseXRead(args [][]byte, xreadgroup bool) (a xreadArgs, err error) {
 			a.streamsAt = i + 1
 			n := len(args) - a.streamsAt
 			if n%2 != 0 {
-				symbol := "$"
-				if xreadgroup {
-					symbol = ">"
-				}
-				return a, Error("ERR Unbalanced " + name + " list of streams: for each stream key an ID or '" + symbol + "' must be specified.")
+				// Redis 7.0 says XREAD and '$' for XREADGROUP too.
+				return a, Error("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")
 			}
 			a.keys = args[a.streamsAt : a.streamsAt+n/2]
 			a.ids = args[a.streamsAt+n/2:]
