@@ -420,6 +420,15 @@ func TestStreamRead(t *testing.T) {
 		if d := time.Since(start); d < 100*time.Millisecond {
 			t.Fatalf("XREAD BLOCK 100 answered after %v", d)
 		}
+		// A blocked XREAD goes on waiting when its key comes to hold another type.
+		r.send("XREAD", "BLOCK", "0", "STREAMS", "t", "$")
+		waitBlocked(t, k, 1)
+		k.ok("SET", "t", "string")
+		k.eq(1, "DEL", "t")
+		k.str("XADD", "t", "1-1", "a", "1")
+		if got := r.read(); !reflect.DeepEqual(got, []any{[]any{"t", ents(ent("1-1", "a", "1"))}}) {
+			t.Fatalf("XREAD BLOCK across a type change: %s", short(got))
+		}
 		// Inside MULTI, BLOCK answers at once as if timed out.
 		got := r.txRun(txCmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$"), txCmd("XLEN", "s"))
 		if !reflect.DeepEqual(got, []any{nil, int64(2)}) {
@@ -624,6 +633,24 @@ func TestStreamGroups(t *testing.T) {
 		if got := r.do("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "50", "STREAMS", "s", ">"); got != nil {
 			t.Fatalf("XREADGROUP BLOCK 50: %s; want null", short(got))
 		}
+		// A blocked reader whose group or key goes away is told so.
+		r.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+		waitBlocked(t, k, 1)
+		k.eq(1, "XGROUP", "DESTROY", "s", "g")
+		if got := r.read(); got != respError("NOGROUP the consumer group this client was blocked on no longer exists") {
+			t.Fatalf("XREADGROUP BLOCK, group destroyed: %s", short(got))
+		}
+		k.ok("XGROUP", "CREATE", "s", "g", "$")
+		r.send("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+		waitBlocked(t, k, 1)
+		k.eq(1, "DEL", "s")
+		if got := r.read(); got != respError("UNBLOCKED the stream key no longer exists") {
+			t.Fatalf("XREADGROUP BLOCK, key deleted: %s", short(got))
+		}
+		k.ok("XGROUP", "CREATE", "s", "g", "0", "MKSTREAM")
+		k.str("XADD", "s", "1-1", "a", "1")
+		k.arr("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+
 		// With a history id it answers at once, however long it may block.
 		if got := r.do("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", "0"); !reflect.DeepEqual(got, []any{[]any{"s", ents(ent("1-1", "a", "1"))}}) {
 			t.Fatalf("XREADGROUP BLOCK with a history id: %s", short(got))

@@ -192,6 +192,10 @@ type Ctx struct {
 	// answers at once, as if timed out), as inside MULTI.
 	Block   *BlockRequest
 	NoBlock bool
+	// Retry is set when the server runs a blocked command again after a write to one of its
+	// keys: XREADGROUP then answers as Redis does to a blocked client whose key or group went
+	// away.
+	Retry bool
 	// Pre, set by the server for a FlagPrefetch command, is its key as the server's batch of
 	// reads found it; readValue takes it instead of reading the key again.
 	Pre *Prefetched

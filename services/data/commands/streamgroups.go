@@ -243,7 +243,11 @@ func xreadgroupCmd(c *Ctx) {
 	serve := make([]bool, len(a.keys))
 	for i, key := range a.keys {
 		s, err := readStream(c, key)
-		if err != nil {
+		switch {
+		case c.Retry && (s == nil || err == ErrWrongType):
+			c.Err(Error("UNBLOCKED the stream key no longer exists"))
+			return
+		case err != nil:
 			c.Err(err)
 			return
 		}
@@ -251,7 +255,11 @@ func xreadgroupCmd(c *Ctx) {
 		if s != nil {
 			g = s.group(a.group)
 		}
-		if g == nil {
+		switch {
+		case g == nil && c.Retry:
+			c.Err(Error("NOGROUP the consumer group this client was blocked on no longer exists"))
+			return
+		case g == nil:
 			c.Err(Error("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(a.group) + "' in XREADGROUP with GROUP option"))
 			return
 		}

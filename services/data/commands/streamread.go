@@ -160,8 +160,14 @@ func xreadCmd(c *Ctx) {
 	dollar := false
 	for i, key := range a.keys {
 		if streams[i], err = readStream(c, key); err != nil {
-			c.Err(err)
-			return
+			if c.Retry && err == ErrWrongType {
+				// A blocked XREAD keeps waiting on a key that now holds another type, as
+				// Redis's does.
+				streams[i], err = nil, nil
+			} else {
+				c.Err(err)
+				return
+			}
 		}
 		switch id := a.ids[i]; {
 		case string(id) == "$":

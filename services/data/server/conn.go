@@ -430,6 +430,7 @@ func (c *conn) dispatch(args [][]byte) {
 	ctx := &c.ctx
 	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr = args, cmd, false, false, nil
 	ctx.Writes, ctx.InnerErrors, ctx.Block = false, 0, nil
+	ctx.Retry = c.blocked // run again after a wake-up (retryBlocked)
 	c.midFlushed = false
 	notes := ctx.Sess.Notes()
 	before := c.cl.ReplyMode
