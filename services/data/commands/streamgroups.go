@@ -31,6 +31,7 @@ func init() {
 					Summary: "Returns helpful text about the different subcommands.", Handler: xgroupHelpCmd},
 			}},
 		&Command{Name: "xreadgroup", Arity: -7, Flags: FlagWrite | FlagBlocking | FlagMovableKeys, Keys: xreadKeys(true),
+			Keyword: "STREAMS", KeywordFrom: 4,
 			Group: "stream", Since: "5.0.0", Complexity: "For each stream mentioned: O(M) with M the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
 			Summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", Handler: xreadgroupCmd},
 		stream("xack", -4, FlagWrite|FlagFast, "5.0.0", "O(1) for each message ID processed.", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", xackCmd),

@@ -11,6 +11,7 @@ import (
 func init() {
 	register(
 		&Command{Name: "xread", Arity: -4, Flags: FlagReadonly | FlagBlocking | FlagMovableKeys, Keys: xreadKeys(false),
+			Keyword: "STREAMS", KeywordFrom: 1,
 			Group: "stream", Since: "5.0.0", Complexity: "For each stream mentioned: O(M) with M the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREAD blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
 			Summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", Handler: xreadCmd},
 	)
