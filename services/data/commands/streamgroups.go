@@ -92,10 +92,6 @@ func xgroupOpts(c *Ctx, create bool) (mkstream bool, entriesRead int64, err erro
 }
 
 func xgroupCreateCmd(c *Ctx) {
-	if len(c.Args) > 8 {
-		c.Err(subSyntaxErr(c))
-		return
-	}
 	mkstream, entriesRead, err := xgroupOpts(c, true)
 	if err != nil {
 		c.Err(err)
@@ -103,8 +99,12 @@ func xgroupCreateCmd(c *Ctx) {
 	}
 	key, name := c.Args[2], c.Args[3]
 	err = updateStream(c, key, func(s *streamValue, exists bool) (bool, error) {
+		// Redis checks the key before the argument count.
 		if !exists && !mkstream {
 			return false, errXGroupNoKey
+		}
+		if len(c.Args) > 8 {
+			return false, subSyntaxErr(c)
 		}
 		var id streamID
 		if string(c.Args[4]) == "$" {
@@ -116,9 +116,6 @@ func xgroupCreateCmd(c *Ctx) {
 			}
 		}
 		if s.group(name) != nil {
-			if !exists {
-				return false, nil
-			}
 			return false, Error("BUSYGROUP Consumer Group name already exists")
 		}
 		s.addGroup(&streamGroup{name: string(name), lastID: id, entriesRead: entriesRead})
@@ -149,16 +146,16 @@ func updateGroup(c *Ctx, needGroup bool, fn func(s *streamValue, g *streamGroup)
 }
 
 func xgroupSetIDCmd(c *Ctx) {
-	if len(c.Args) != 5 && len(c.Args) != 7 {
-		c.Err(subSyntaxErr(c))
-		return
-	}
 	_, entriesRead, err := xgroupOpts(c, false)
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	err = updateGroup(c, true, func(s *streamValue, g *streamGroup) (bool, error) {
+		// Redis checks the key and the group before the argument count.
+		if len(c.Args) != 5 && len(c.Args) != 7 {
+			return false, subSyntaxErr(c)
+		}
 		id := s.lastID
 		if string(c.Args[4]) != "$" {
 			var err error
