@@ -48,6 +48,7 @@ test: build vet fmt-check proto-check ## build and run the whole test suite (uni
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeHash$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeZSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
+	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeStream$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit

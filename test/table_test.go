@@ -55,6 +55,14 @@ var tblRequired = []tblRef{
 	{"command|info", -2, 0, 0, 0}, {"command|docs", -2, 0, 0, 0}, {"command|list", -2, 0, 0, 0},
 	{"multi", 1, 0, 0, 0}, {"exec", 1, 0, 0, 0}, {"discard", 1, 0, 0, 0}, {"watch", -2, 1, -1, 1},
 	{"unwatch", 1, 0, 0, 0},
+	{"xadd", -5, 1, 1, 1}, {"xlen", 2, 1, 1, 1}, {"xrange", -4, 1, 1, 1}, {"xrevrange", -4, 1, 1, 1},
+	{"xdel", -3, 1, 1, 1}, {"xtrim", -4, 1, 1, 1}, {"xsetid", -3, 1, 1, 1}, {"xinfo", -2, 0, 0, 0},
+	{"xinfo|stream", -3, 2, 2, 1}, {"xinfo|groups", 3, 2, 2, 1}, {"xinfo|consumers", 4, 2, 2, 1},
+	{"xinfo|help", 2, 0, 0, 0}, {"xread", -4, 0, 0, 0}, {"xgroup", -2, 0, 0, 0},
+	{"xgroup|create", -5, 2, 2, 1}, {"xgroup|setid", -5, 2, 2, 1}, {"xgroup|destroy", 4, 2, 2, 1},
+	{"xgroup|createconsumer", 5, 2, 2, 1}, {"xgroup|delconsumer", 5, 2, 2, 1}, {"xgroup|help", 2, 0, 0, 0},
+	{"xreadgroup", -7, 0, 0, 0}, {"xack", -4, 1, 1, 1}, {"xpending", -3, 1, 1, 1}, {"xclaim", -6, 1, 1, 1},
+	{"xautoclaim", -6, 1, 1, 1},
 }
 
 type tblRef struct {
@@ -256,6 +264,36 @@ var tblSamples = []tblSample{
 	{name: "zintercard", setup: tblZSetK, args: []string{"ZINTERCARD", "1", "k"}, keys: tblK, want: 2},
 	{name: "zscan", setup: tblZSetK, args: []string{"ZSCAN", "k", "0"}, keys: tblK, want: []any{"0", []any{"a", "1", "b", "2"}}},
 
+	// stream
+	{name: "xadd", setup: tblStreamK, args: []string{"XADD", "k", "3-1", "c", "3"}, keys: tblK, changes: tblK, want: "3-1"},
+	{name: "xlen", setup: tblStreamK, args: []string{"XLEN", "k"}, keys: tblK, want: 2},
+	{name: "xrange", setup: tblStreamK, args: []string{"XRANGE", "k", "-", "+", "COUNT", "1"}, keys: tblK, want: []any{[]any{"1-1", []any{"a", "1"}}}},
+	{name: "xrevrange", setup: tblStreamK, args: []string{"XREVRANGE", "k", "+", "-", "COUNT", "1"}, keys: tblK, want: []any{[]any{"2-1", []any{"b", "2"}}}},
+	{name: "xdel", setup: tblStreamK, args: []string{"XDEL", "k", "1-1", "9-9"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xtrim", setup: tblStreamK, args: []string{"XTRIM", "k", "MAXLEN", "1"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xsetid", setup: tblStreamK, args: []string{"XSETID", "k", "5-0"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xread", setup: tblStreamK, args: []string{"XREAD", "COUNT", "1", "STREAMS", "x", "k", "0", "0"}, keys: []string{"x", "k"},
+		want: []any{[]any{"k", []any{[]any{"1-1", []any{"a", "1"}}}}}},
+	{name: "xgroup"},
+	{name: "xgroup|create", setup: tblStreamK, args: []string{"XGROUP", "CREATE", "k", "g", "$"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xgroup|setid", setup: tblGroupK, args: []string{"XGROUP", "SETID", "k", "g", "0"}, keys: tblK, changes: tblK, want: tblOK},
+	{name: "xgroup|destroy", setup: tblGroupK, args: []string{"XGROUP", "DESTROY", "k", "g"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|createconsumer", setup: tblGroupK, args: []string{"XGROUP", "CREATECONSUMER", "k", "g", "c2"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|delconsumer", setup: tblGroupK, args: []string{"XGROUP", "DELCONSUMER", "k", "g", "c"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xgroup|help", args: []string{"XGROUP", "HELP"}, want: tblHelp("XGROUP")},
+	{name: "xreadgroup", setup: tblGroupK, args: []string{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "k", ">"}, keys: tblK, changes: tblK,
+		want: []any{[]any{"k", []any{[]any{"2-1", []any{"b", "2"}}}}}},
+	{name: "xack", setup: tblGroupK, args: []string{"XACK", "k", "g", "1-1"}, keys: tblK, changes: tblK, want: 1},
+	{name: "xpending", setup: tblGroupK, args: []string{"XPENDING", "k", "g"}, keys: tblK, want: []any{int64(1), "1-1", "1-1", []any{[]any{"c", "1"}}}},
+	{name: "xclaim", setup: tblGroupK, args: []string{"XCLAIM", "k", "g", "c2", "0", "1-1", "JUSTID"}, keys: tblK, changes: tblK, want: []any{"1-1"}},
+	{name: "xautoclaim", setup: tblGroupK, args: []string{"XAUTOCLAIM", "k", "g", "c2", "0", "0", "JUSTID"}, keys: tblK, changes: tblK, want: []any{"0-0", []any{"1-1"}, []any{}}},
+	{name: "xinfo"},
+	{name: "xinfo|stream", setup: tblStreamK, args: []string{"XINFO", "STREAM", "k"}, keys: tblK, want: tblArrayHead("length")},
+	{name: "xinfo|groups", setup: tblStreamK, args: []string{"XINFO", "GROUPS", "k"}, keys: tblK, want: []any{}},
+	{name: "xinfo|consumers", setup: tblStreamK, args: []string{"XINFO", "CONSUMERS", "k", "g"}, keys: tblK,
+		want: tblErr("NOGROUP No such consumer group 'g' for key name 'k'")},
+	{name: "xinfo|help", args: []string{"XINFO", "HELP"}, want: tblHelp("XINFO")},
+
 	// generic
 	{name: "del", setup: tblSetABC, args: []string{"DEL", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
 	{name: "unlink", setup: tblSetABC, args: []string{"UNLINK", "a", "b"}, keys: tblAB, changes: tblAB, want: 2},
@@ -300,6 +338,14 @@ func tblSetK(v string) [][]string { return [][]string{{"SET", "k", v}} }
 
 // tblZSetK makes k the sorted set a=1, b=2.
 var tblZSetK = [][]string{{"ZADD", "k", "1", "a", "2", "b"}}
+
+// tblStreamK makes k the stream 1-1 a=1, 2-1 b=2.
+var tblStreamK = [][]string{{"XADD", "k", "1-1", "a", "1"}, {"XADD", "k", "2-1", "b", "2"}}
+
+// tblGroupK makes k the stream of tblStreamK with a group g, whose consumer c was delivered
+// 1-1 and has not acknowledged it.
+var tblGroupK = append(tblStreamK[:len(tblStreamK):len(tblStreamK)], []string{"XGROUP", "CREATE", "k", "g", "0"},
+	[]string{"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "k", ">"})
 
 // tblListK makes k the list a, b.
 var tblListK = [][]string{{"RPUSH", "k", "a", "b"}}
@@ -771,6 +817,10 @@ func tblValue(c *tblConn, key string) string {
 		}
 		sort.Strings(pairs)
 		return typ + " " + strings.Join(pairs, ",")
+	case strings.Contains(typ, "stream"):
+		// XINFO STREAM FULL shows what XRANGE does not: the last id, the counters, the groups.
+		// fmt, not tblShow, which shortens long arrays.
+		return typ + " " + fmt.Sprint(c.do("XRANGE", key, "-", "+")) + " " + fmt.Sprint(c.do("XINFO", "STREAM", key, "FULL", "COUNT", "0"))
 	case strings.Contains(typ, "zset"):
 		items, _ = c.do("ZRANGE", key, "0", "-1", "WITHSCORES").([]any)
 		return typ + " " + tblShow(items)

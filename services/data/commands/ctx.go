@@ -194,7 +194,8 @@ type Ctx struct {
 	NoBlock bool
 	// Retrying: the server runs a parked blocking command again after a write to one of its
 	// keys. A key that now holds another type serves nothing (the client stays parked), as
-	// in Redis, where only a key of the awaited type serves a blocked client.
+	// in Redis, where only a key of the awaited type serves a blocked client; XREADGROUP answers
+	// as Redis does to a blocked client whose key or group went away.
 	Retrying bool
 	// Pre, set by the server for a FlagPrefetch command, is its key as the server's batch of
 	// reads found it; readValue takes it instead of reading the key again.
@@ -222,6 +223,10 @@ type BlockRequest struct {
 	DB       int
 	Keys     [][]byte
 	Deadline time.Time
+	// Args, when set, are what the command is run with again after a wake-up, instead of the
+	// arguments it was first given: XREAD fixes the id "$" stood for at its first run, so a
+	// re-run serves what was added since then, not since the wake-up.
+	Args [][]byte
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.

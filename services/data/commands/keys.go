@@ -509,6 +509,8 @@ func objectEncodingCmd(c *Ctx) {
 			enc = h.encoding()
 		case typeList:
 			enc = "quicklist"
+		case typeStream:
+			enc = "stream"
 		case typeZSet:
 			z, err := decodeZSet(val)
 			if err != nil {

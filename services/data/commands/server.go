@@ -221,6 +221,8 @@ func aclCategories(cmd *Command) []string {
 		out = append(out, "@keyspace")
 	case "connection":
 		out = append(out, "@connection")
+	case "stream":
+		out = append(out, "@stream")
 	}
 	if cmd.Flags&FlagAdmin != 0 {
 		out = append(out, "@admin", "@dangerous")
@@ -232,6 +234,9 @@ func aclCategories(cmd *Command) []string {
 		out = append(out, "@fast")
 	} else {
 		out = append(out, "@slow")
+	}
+	if cmd.Flags&FlagBlocking != 0 {
+		out = append(out, "@blocking")
 	}
 	return out
 }
@@ -293,6 +298,36 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 		c.W.Int(0)
 		c.W.BulkString("notes")
 		c.W.BulkString("")
+	} else if cmd.Keyword != "" {
+		// Redis's keyword form (XREAD): the keys from after the keyword, half of what follows.
+		c.W.Array(1)
+		c.W.Map(3)
+		c.W.BulkString("flags")
+		c.W.Set(2)
+		c.W.Simple("RO")
+		c.W.Simple("access")
+		c.W.BulkString("begin_search")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("keyword")
+		c.W.BulkString("spec")
+		c.W.Map(2)
+		c.W.BulkString("keyword")
+		c.W.BulkString(cmd.Keyword)
+		c.W.BulkString("startfrom")
+		c.W.Int(int64(cmd.KeywordFrom))
+		c.W.BulkString("find_keys")
+		c.W.Map(2)
+		c.W.BulkString("type")
+		c.W.BulkString("range")
+		c.W.BulkString("spec")
+		c.W.Map(3)
+		c.W.BulkString("lastkey")
+		c.W.Int(-1)
+		c.W.BulkString("keystep")
+		c.W.Int(1)
+		c.W.BulkString("limit")
+		c.W.Int(2)
 	} else if cmd.Keys != nil {
 		// Redis's keynum form: the count at index 1, the keys right after it.
 		c.W.Array(1)

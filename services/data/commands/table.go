@@ -64,12 +64,18 @@ type Command struct {
 	// Keys, for a command with FlagMovableKeys, returns the positions of the keys in args (a
 	// count argument says how many, as SINTERCARD numkeys): COMMAND GETKEYS and its key spec
 	// (a keynum spec with the count at position 1) follow it.
-	Keys       func(args [][]byte) ([]int, error)
-	Group      string // Redis doc group: string, generic, connection, server
-	Summary    string
-	Since      string
-	Complexity string
-	Handler    func(c *Ctx)
+	Keys func(args [][]byte) ([]int, error)
+	// Keyword, for a command with Keys whose keys follow a keyword (XREAD and XREADGROUP:
+	// STREAMS, searched from argument KeywordFrom), makes COMMAND report Redis's keyword key
+	// spec instead of the keynum one: the keys run from after the keyword to the end, half of
+	// the arguments left.
+	Keyword     string
+	KeywordFrom int
+	Group       string // Redis doc group: string, generic, connection, server
+	Summary     string
+	Since       string
+	Complexity  string
+	Handler     func(c *Ctx)
 	// ExtraACL lists ACL categories Redis gives the command beyond those derived from its
 	// flags and group (see aclCategories).
 	ExtraACL []string

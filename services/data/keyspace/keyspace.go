@@ -29,6 +29,8 @@ const (
 	TypeList uint8 = 1
 	// TypeZSet is a sorted set, one record like a hash.
 	TypeZSet uint8 = 3
+	// TypeStream is a stream with its consumer groups, one record like a hash.
+	TypeStream uint8 = 6
 )
 
 // RawHint may be or-ed into a value type given to Put: the value was produced by an in-place
@@ -38,7 +40,7 @@ const RawHint uint8 = 0x10
 // knownType reports whether this version knows value type t. A record of a type it does not
 // know was written by a newer version, and the keyspace refuses to open rather than drop it.
 func knownType(t uint8) bool {
-	return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList || t == TypeZSet
+	return t == TypeString || t == TypeHash || t == TypeSet || t == TypeList || t == TypeZSet || t == TypeStream
 }
 
 // TypeName is the name TYPE reports for a value type.
@@ -54,6 +56,8 @@ func TypeName(t uint8) string {
 		return "list"
 	case TypeZSet:
 		return "zset"
+	case TypeStream:
+		return "stream"
 	}
 	return "none"
 }

@@ -8,16 +8,16 @@ import (
 	"github.com/lavikdb/lavik/services/data/commands"
 )
 
-// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP). A command that finds nothing to
-// take sets Ctx.Block instead of replying; its loop parks the connection (loop.block): the
-// connection reads and runs nothing more, and the loop is free for the others. blockers lists
-// the parked connections by key, in arrival order. A write to a key (signalWrites, after every
-// command that may write) wakes the first connection parked on it, on its own loop, which runs
-// its command again (msgRetry): it takes what it finds, replies, and goes on with its pipeline;
-// its own write wakes the next one parked on the key, so a push of n elements serves up to n
-// clients in arrival order. Finding nothing again, it stays parked, first in line. A deadline
-// (a timer posting msgBlockTimeout), CLIENT UNBLOCK (msgUnblock) or the client going away end
-// the wait; the first two reply as Redis does.
+// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, XREAD, XREADGROUP). A command that
+// finds nothing to take sets Ctx.Block instead of replying; its loop parks the connection
+// (loop.block): the connection reads and runs nothing more, and the loop is free for the others.
+// blockers lists the parked connections by key, in arrival order. A write to a key (signalWrites,
+// after every command that may write) wakes the first connection parked on it, on its own loop,
+// which runs its command again (msgRetry): it takes what it finds, replies, and goes on with its
+// pipeline; its own write wakes the next one parked on the key, so a push of n elements serves up
+// to n clients in arrival order. Finding nothing again, it stays parked, first in line. A deadline
+// (a timer posting msgBlockTimeout), CLIENT UNBLOCK (msgUnblock) or the client going away end the
+// wait; the first two reply as Redis does.
 //
 // A parked connection costs its entry in blockers and, with a timeout, one timer: 10,000 of
 // them cost memory, and no CPU until a key is written.
@@ -109,6 +109,9 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 func (lp *loop) block(c *conn, args [][]byte) {
 	req := c.ctx.Block
 	c.ctx.Block = nil
+	if req.Args != nil {
+		args = req.Args
+	}
 	c.blocked = true
 	c.blockArgs = make([][]byte, len(args))
 	for i, a := range args {
