@@ -333,14 +333,6 @@ func TestStreamTransactions(t *testing.T) {
 	})
 }
 
-// waitBlocked waits until n clients are blocked.
-func waitBlocked(t *testing.T, k checker, n int) {
-	t.Helper()
-	harness.Eventually(t, 10*time.Second, fmt.Sprintf("%d blocked clients", n), func() bool {
-		return infoFields(k.str("INFO", "clients"))["blocked_clients"] == strconv.Itoa(n)
-	})
-}
-
 // TestStreamRead checks XREAD: replies, errors, BLOCK woken by an XADD on another connection,
 // BLOCK timing out with a null reply, "$" meaning the last id when the command was first run,
 // and BLOCK inside MULTI answering at once.
