@@ -261,10 +261,10 @@ func (c *conn) heavy(args [][]byte) bool {
 		return false // parks on the loop (see loop.block)
 	}
 	switch cmd.Group {
-	case "hash", "set", "list":
+	case "hash", "set", "list", "sorted-set", "stream":
 		// A collection is one record: a long one is read, and maybe written, whole. So is a
 		// random pick of many fields or members, which may repeat without end.
-		if (cmd.Name == "hrandfield" || cmd.Name == "srandmember") && len(args) > 2 {
+		if (cmd.Name == "hrandfield" || cmd.Name == "srandmember" || cmd.Name == "zrandmember") && len(args) > 2 {
 			if n, ok := commands.ParseInt(args[2]); !ok || n > 1000 || n < -1000 {
 				return true
 			}
