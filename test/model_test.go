@@ -237,9 +237,9 @@ func (g *opGen) next() modelOp {
 		if doSet {
 			db[k] = modelEntry{val: v, ttl: ttl}
 		}
-		return modelOp{args, want}
+		return modelOp{args: args, want: want}
 	case r < 300:
-		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GET", k}, want: bulkOrNil(cur, exists)}
 	case r < 350: // DEL / UNLINK with repeats
 		cmd := []string{"DEL", "UNLINK"}[rng.IntN(2)]
 		args := []string{cmd}
@@ -255,15 +255,15 @@ func (g *opGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 410: // APPEND
 		if len(cur.val) > 256<<10 {
 			delete(db, k)
-			return modelOp{[]string{"DEL", k}, wInt(1)}
+			return modelOp{args: []string{"DEL", k}, want: wInt(1)}
 		}
 		v := g.value()
 		db[k] = modelEntry{val: cur.val + v, ttl: exists && cur.ttl}
-		return modelOp{[]string{"APPEND", k, v}, wInt(int64(len(cur.val) + len(v)))}
+		return modelOp{args: []string{"APPEND", k, v}, want: wInt(int64(len(cur.val) + len(v)))}
 	case r < 470: // INCR family
 		var args []string
 		var by int64
@@ -278,8 +278,8 @@ func (g *opGen) next() modelOp {
 			by = -by
 		default:
 			if rng.IntN(20) == 0 {
-				return modelOp{[]string{"INCRBY", k, []string{"abc", "1.5", "", "99999999999999999999"}[rng.IntN(4)]},
-					wErr("ERR value is not an integer or out of range")}
+				return modelOp{args: []string{"INCRBY", k, []string{"abc", "1.5", "", "99999999999999999999"}[rng.IntN(4)]}, want: wErr("ERR value is not an integer or out of range")}
+
 			}
 			by = int64(rng.IntN(2001) - 1000)
 			if rng.IntN(20) == 0 {
@@ -291,22 +291,22 @@ func (g *opGen) next() modelOp {
 		if exists {
 			n, ok := redisParseInt(cur.val)
 			if !ok {
-				return modelOp{args, wErr("ERR value is not an integer or out of range")}
+				return modelOp{args: args, want: wErr("ERR value is not an integer or out of range")}
 			}
 			old = n
 		}
 		if (by > 0 && old > math.MaxInt64-by) || (by < 0 && old < math.MinInt64-by) {
-			return modelOp{args, wErr("ERR increment or decrement would overflow")}
+			return modelOp{args: args, want: wErr("ERR increment or decrement would overflow")}
 		}
 		db[k] = modelEntry{val: strconv.FormatInt(old+by, 10), ttl: exists && cur.ttl}
-		return modelOp{args, wInt(old + by)}
+		return modelOp{args: args, want: wInt(old + by)}
 	case r < 520: // SETRANGE
 		off := rng.IntN(64)
 		if rng.IntN(5) == 0 {
 			off = rng.IntN(30000)
 		}
 		if rng.IntN(50) == 0 {
-			return modelOp{[]string{"SETRANGE", k, "-1", "x"}, wErr("ERR offset is out of range")}
+			return modelOp{args: []string{"SETRANGE", k, "-1", "x"}, want: wErr("ERR offset is out of range")}
 		}
 		v := g.value()
 		if len(v) > 4096 {
@@ -314,7 +314,7 @@ func (g *opGen) next() modelOp {
 		}
 		args := []string{"SETRANGE", k, strconv.Itoa(off), v}
 		if v == "" {
-			return modelOp{args, wInt(int64(len(cur.val)))}
+			return modelOp{args: args, want: wInt(int64(len(cur.val)))}
 		}
 		b := []byte(cur.val)
 		if need := off + len(v); need > len(b) {
@@ -322,7 +322,7 @@ func (g *opGen) next() modelOp {
 		}
 		copy(b[off:], v)
 		db[k] = modelEntry{val: string(b), ttl: exists && cur.ttl}
-		return modelOp{args, wInt(int64(len(b)))}
+		return modelOp{args: args, want: wInt(int64(len(b)))}
 	case r < 580: // GETRANGE, mirroring Redis's index clamping
 		n := len(cur.val)
 		pick := func() int64 {
@@ -338,7 +338,7 @@ func (g *opGen) next() modelOp {
 		start, end := pick(), pick()
 		args := []string{"GETRANGE", k, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
 		if start < 0 && end < 0 && start > end {
-			return modelOp{args, wBulk("")}
+			return modelOp{args: args, want: wBulk("")}
 		}
 		sl := int64(n)
 		if start < 0 {
@@ -352,11 +352,11 @@ func (g *opGen) next() modelOp {
 			end = sl - 1
 		}
 		if start > end || sl == 0 {
-			return modelOp{args, wBulk("")}
+			return modelOp{args: args, want: wBulk("")}
 		}
-		return modelOp{args, wBulk(cur.val[start : end+1])}
+		return modelOp{args: args, want: wBulk(cur.val[start : end+1])}
 	case r < 610:
-		return modelOp{[]string{"STRLEN", k}, wInt(int64(len(cur.val)))}
+		return modelOp{args: []string{"STRLEN", k}, want: wInt(int64(len(cur.val)))}
 	case r < 640: // EXISTS with repeats
 		args := []string{"EXISTS"}
 		n := int64(0)
@@ -370,7 +370,7 @@ func (g *opGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 680: // EXPIRE [NX|XX|GT|LT]; GT and LT only where the outcome does not depend on the TTL's value
 		args := []string{"EXPIRE", k, g.ttlSeconds()}
 		set := exists
@@ -389,43 +389,43 @@ func (g *opGen) next() modelOp {
 			}
 		}
 		if !set {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		db[k] = modelEntry{val: cur.val, ttl: true}
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 700:
 		if exists && cur.ttl {
 			db[k] = modelEntry{val: cur.val}
-			return modelOp{[]string{"PERSIST", k}, wInt(1)}
+			return modelOp{args: []string{"PERSIST", k}, want: wInt(1)}
 		}
-		return modelOp{[]string{"PERSIST", k}, wInt(0)}
+		return modelOp{args: []string{"PERSIST", k}, want: wInt(0)}
 	case r < 730:
 		switch {
 		case !exists:
-			return modelOp{[]string{"TTL", k}, wInt(-2)}
+			return modelOp{args: []string{"TTL", k}, want: wInt(-2)}
 		case !cur.ttl:
-			return modelOp{[]string{"TTL", k}, wInt(-1)}
+			return modelOp{args: []string{"TTL", k}, want: wInt(-1)}
 		}
-		return modelOp{[]string{"TTL", k}, wireReply{Kind: wAnyPositive}}
+		return modelOp{args: []string{"TTL", k}, want: wireReply{Kind: wAnyPositive}}
 	case r < 760: // RENAME / RENAMENX
 		dst := g.key()
 		if rng.IntN(2) == 0 {
 			if !exists {
-				return modelOp{[]string{"RENAME", k, dst}, wErr("ERR no such key")}
+				return modelOp{args: []string{"RENAME", k, dst}, want: wErr("ERR no such key")}
 			}
 			delete(db, k)
 			db[dst] = cur
-			return modelOp{[]string{"RENAME", k, dst}, wOK}
+			return modelOp{args: []string{"RENAME", k, dst}, want: wOK}
 		}
 		if !exists {
-			return modelOp{[]string{"RENAMENX", k, dst}, wErr("ERR no such key")}
+			return modelOp{args: []string{"RENAMENX", k, dst}, want: wErr("ERR no such key")}
 		}
 		if _, ok := db[dst]; ok {
-			return modelOp{[]string{"RENAMENX", k, dst}, wInt(0)}
+			return modelOp{args: []string{"RENAMENX", k, dst}, want: wInt(0)}
 		}
 		delete(db, k)
 		db[dst] = cur
-		return modelOp{[]string{"RENAMENX", k, dst}, wInt(1)}
+		return modelOp{args: []string{"RENAMENX", k, dst}, want: wInt(1)}
 	case r < 790: // COPY [DB n] [REPLACE]
 		dst := g.key()
 		args := []string{"COPY", k, dst}
@@ -439,28 +439,28 @@ func (g *opGen) next() modelOp {
 			args = append(args, "REPLACE")
 		}
 		if to == g.m.cur && dst == k {
-			return modelOp{args, wErr("ERR source and destination objects are the same")}
+			return modelOp{args: args, want: wErr("ERR source and destination objects are the same")}
 		}
 		if !exists {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		if _, ok := g.m.dbs[to][dst]; ok && !replace {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		g.m.dbs[to][dst] = cur
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 820: // MOVE
 		to := rng.IntN(2)
 		args := []string{"MOVE", k, strconv.Itoa(to)}
 		if to == g.m.cur {
-			return modelOp{args, wErr("ERR source and destination objects are the same")}
+			return modelOp{args: args, want: wErr("ERR source and destination objects are the same")}
 		}
 		if _, ok := g.m.dbs[to][k]; !exists || ok {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		delete(db, k)
 		g.m.dbs[to][k] = cur
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 850: // MSET
 		args := []string{"MSET"}
 		for i := rng.IntN(4); i >= 0; i-- {
@@ -468,7 +468,7 @@ func (g *opGen) next() modelOp {
 			args = append(args, kk, v)
 			db[kk] = modelEntry{val: v}
 		}
-		return modelOp{args, wOK}
+		return modelOp{args: args, want: wOK}
 	case r < 870: // MSETNX
 		args := []string{"MSETNX"}
 		var kv []string
@@ -482,15 +482,15 @@ func (g *opGen) next() modelOp {
 		}
 		args = append(args, kv...)
 		if taken {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		for i := 0; i < len(kv); i += 2 {
 			db[kv[i]] = modelEntry{val: kv[i+1]}
 		}
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 900:
 		delete(db, k)
-		return modelOp{[]string{"GETDEL", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GETDEL", k}, want: bulkOrNil(cur, exists)}
 	case r < 920: // GETEX [EX|PX|PERSIST]
 		args := []string{"GETEX", k}
 		ttl := cur.ttl
@@ -505,29 +505,29 @@ func (g *opGen) next() modelOp {
 		if exists {
 			db[k] = modelEntry{val: cur.val, ttl: ttl}
 		}
-		return modelOp{args, bulkOrNil(cur, exists)}
+		return modelOp{args: args, want: bulkOrNil(cur, exists)}
 	case r < 950:
 		g.m.cur = rng.IntN(2)
-		return modelOp{[]string{"SELECT", strconv.Itoa(g.m.cur)}, wOK}
+		return modelOp{args: []string{"SELECT", strconv.Itoa(g.m.cur)}, want: wOK}
 	case r < 960:
-		return modelOp{[]string{"DBSIZE"}, wInt(int64(len(db)))}
+		return modelOp{args: []string{"DBSIZE"}, want: wInt(int64(len(db)))}
 	case r < 970: // errors that must not change anything
 		errs := []modelOp{
-			{[]string{"SET", k, "v", "NX", "XX"}, wErr("ERR syntax error")},
-			{[]string{"SET", k, "v", "EX", "0"}, wErr("ERR invalid expire time in 'set' command")},
-			{[]string{"SET", k, "v", "KEEPTTL", "EX", "5"}, wErr("ERR syntax error")},
-			{[]string{"GETRANGE", k, "a", "1"}, wErr("ERR value is not an integer or out of range")},
-			{[]string{"EXPIRE", k, "100", "NX", "XX"}, wErr("ERR NX and XX, GT or LT options at the same time are not compatible")},
-			{[]string{"MOVE", k, "16"}, wErr("ERR DB index is out of range")},
-			{[]string{"GET"}, wErr("ERR wrong number of arguments for 'get' command")},
-			{[]string{"MSET", k}, wErr("ERR wrong number of arguments for 'mset' command")},
+			{args: []string{"SET", k, "v", "NX", "XX"}, want: wErr("ERR syntax error")},
+			{args: []string{"SET", k, "v", "EX", "0"}, want: wErr("ERR invalid expire time in 'set' command")},
+			{args: []string{"SET", k, "v", "KEEPTTL", "EX", "5"}, want: wErr("ERR syntax error")},
+			{args: []string{"GETRANGE", k, "a", "1"}, want: wErr("ERR value is not an integer or out of range")},
+			{args: []string{"EXPIRE", k, "100", "NX", "XX"}, want: wErr("ERR NX and XX, GT or LT options at the same time are not compatible")},
+			{args: []string{"MOVE", k, "16"}, want: wErr("ERR DB index is out of range")},
+			{args: []string{"GET"}, want: wErr("ERR wrong number of arguments for 'get' command")},
+			{args: []string{"MSET", k}, want: wErr("ERR wrong number of arguments for 'mset' command")},
 		}
 		return errs[rng.IntN(len(errs))]
 	case r < 971:
 		clear(db)
-		return modelOp{[]string{"FLUSHDB"}, wOK}
+		return modelOp{args: []string{"FLUSHDB"}, want: wOK}
 	default:
-		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GET", k}, want: bulkOrNil(cur, exists)}
 	}
 }
 
