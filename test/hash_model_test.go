@@ -7,7 +7,6 @@ package test
 // small (20 keys, 30 fields) so that commands keep meeting the hashes earlier ones built.
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -526,48 +525,16 @@ func (g *hashGen) hincrby(k string, e *hashEntry, wrong bool) modelOp {
 // time, and each DBSIZE.
 func (g *hashGen) checkKeyspace(r *modelRun, when string) {
 	r.t.Helper()
-	for db, want := range g.dbs {
-		checkModelKeys(r, when, db, want)
-		keys := make([]string, 0, len(want))
-		for k := range want {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var buf bytes.Buffer
-		for _, k := range keys {
-			buf.Write(wireCmd("TYPE", k))
-			if want[k].fields != nil {
-				buf.Write(wireCmd("HGETALL", k))
-			} else {
-				buf.Write(wireCmd("GET", k))
-			}
-			buf.Write(wireCmd("PEXPIRETIME", k))
-		}
-		buf.Write(wireCmd("DBSIZE"))
-		werr := r.c.writeAsync(buf.Bytes())
-		for _, k := range keys {
-			e := want[k]
-			if got := r.c.read(); !got.equal(wStatus(e.typeName())) {
-				r.fail("%s: db %d key %q: TYPE %v, want %s", when, db, k, got, e.typeName())
-			}
-			wantVal := wBulk(e.str)
+	for db, m := range g.dbs {
+		want := make(map[string]modelKey, len(m))
+		for k, e := range m {
 			if e.fields != nil {
-				wantVal = e.all(true, true)
-			}
-			if got := r.c.read(); !matches(wantVal, got) {
-				r.fail("%s: db %d key %q: got %v, want %v", when, db, k, got, wantVal)
-			}
-			at := r.c.read()
-			if at.Kind != ':' || (e.ttl && at.Int <= 0) || (!e.ttl && at.Int != -1) {
-				r.fail("%s: db %d key %q: PEXPIRETIME %v, want an expire time: %v", when, db, k, at, e.ttl)
+				want[k] = modelKey{typ: "hash", cmd: []string{"HGETALL", k}, want: e.all(true, true), ttl: e.ttl}
+			} else {
+				want[k] = modelKey{typ: "string", cmd: []string{"GET", k}, want: wBulk(e.str), ttl: e.ttl}
 			}
 		}
-		if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
-			r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
-		}
-		if err := <-werr; err != nil {
-			r.fail("write: %v", err)
-		}
+		checkModelDB(r, when, db, want)
 	}
 }
 

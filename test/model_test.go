@@ -60,16 +60,65 @@ const wUnordered = 'U'
 type modelOp struct {
 	args []string
 	want wireReply
+	// tx, when set, makes the operation a transaction: MULTI, the commands of tx (each with the
+	// reply it must give inside EXEC's), EXEC. want is then EXEC's reply and args is unused.
+	tx []modelOp
+	// check, when set, takes the place of want for a reply the model cannot predict (SPOP picks
+	// its members at random): it checks the reply and only then applies the operation to the
+	// model, so batch ends a pipeline with such an operation.
+	check func(got wireReply) error
 }
 
-func (o modelOp) String() string { return fmtArgs(o.args) + " -> " + o.want.String() }
+func (o modelOp) String() string {
+	if o.check != nil {
+		return o.cmds() + " -> (checked against the model)"
+	}
+	return o.cmds() + " -> " + o.want.String()
+}
 
+// cmds formats the command, or the commands of a transaction.
+func (o modelOp) cmds() string {
+	if o.tx == nil {
+		return fmtArgs(o.args)
+	}
+	parts := []string{"MULTI"}
+	for _, q := range o.tx {
+		parts = append(parts, fmtArgs(q.args))
+	}
+	return strings.Join(append(parts, "EXEC"), "; ")
+}
+
+// appendWire appends the commands of o to buf.
+func (o modelOp) appendWire(buf *bytes.Buffer) {
+	if o.tx == nil {
+		buf.Write(wireCmd(o.args...))
+		return
+	}
+	buf.Write(wireCmd("MULTI"))
+	for _, q := range o.tx {
+		buf.Write(wireCmd(q.args...))
+	}
+	buf.Write(wireCmd("EXEC"))
+}
+
+// matches reports whether got is the reply want describes; an array matches element by element,
+// so that wAnyPositive and wUnordered work inside EXEC's reply.
 func matches(want, got wireReply) bool {
 	switch want.Kind {
 	case wAnyPositive:
 		return got.Kind == ':' && got.Int > 0
 	case wUnordered:
 		return got.Kind == '*' && !got.Null && sameGroups(want.Elems, got.Elems, int(want.Int))
+	case '*':
+		if want.Null || got.Kind != '*' || got.Null || len(want.Elems) != len(got.Elems) {
+			return want.equal(got)
+		}
+		for i := range want.Elems {
+			if !matches(want.Elems[i], got.Elems[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return want.equal(got)
 }
@@ -80,10 +129,11 @@ func sameGroups(a, b []wireReply, n int) bool {
 	if len(a) != len(b) || len(a)%n != 0 {
 		return false
 	}
+	// Not String(), which shortens long strings.
 	key := func(e []wireReply) string {
 		var sb strings.Builder
 		for _, x := range e {
-			sb.WriteString(strconv.Quote(x.String()))
+			fmt.Fprintf(&sb, "%c%d%v%q;", x.Kind, x.Int, x.Null, x.Str)
 		}
 		return sb.String()
 	}
@@ -594,29 +644,60 @@ func (r *modelRun) remember(s string) {
 	}
 }
 
-// batch sends n operations in one pipeline and checks each reply in order.
+// batch sends up to n operations in one pipeline, fewer when one has a check, and checks each
+// reply in order.
 func (r *modelRun) batch(n int) {
 	r.t.Helper()
-	ops := make([]modelOp, n)
-	dbs := make([]int, n) // database selected when each operation was sent
+	var ops []modelOp
+	var dbs []int // database selected when each operation was sent
 	var buf bytes.Buffer
-	for i := range ops {
-		dbs[i] = r.g.selected()
-		ops[i] = r.g.next()
-		buf.Write(wireCmd(ops[i].args...))
+	for len(ops) < n {
+		dbs = append(dbs, r.g.selected())
+		op := r.g.next()
+		ops = append(ops, op)
+		op.appendWire(&buf)
+		if op.check != nil {
+			break // the model is behind until the reply comes
+		}
 	}
 	werr := r.c.writeAsync(buf.Bytes())
 	for i, op := range ops {
-		got := r.c.read()
-		r.remember(fmt.Sprintf("#%d db%d %v", r.done, dbs[i], op))
+		got := r.readOp(op)
+		if op.check != nil {
+			r.remember(fmt.Sprintf("#%d db%d %v: got %v", r.done, dbs[i], op, got))
+		} else {
+			r.remember(fmt.Sprintf("#%d db%d %v", r.done, dbs[i], op))
+		}
 		r.done++
-		if !matches(op.want, got) {
-			r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  want %v", i, n, fmtArgs(op.args), got, op.want)
+		if op.check != nil {
+			if err := op.check(got); err != nil {
+				r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  %v", i, len(ops), op.cmds(), got, err)
+			}
+		} else if !matches(op.want, got) {
+			r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  want %v", i, len(ops), op.cmds(), got, op.want)
 		}
 	}
 	if err := <-werr; err != nil {
 		r.fail("write: %v", err)
 	}
+}
+
+// readOp reads the reply of op; for a transaction, it checks MULTI's and the queued replies and
+// returns EXEC's.
+func (r *modelRun) readOp(op modelOp) wireReply {
+	r.t.Helper()
+	if op.tx == nil {
+		return r.c.read()
+	}
+	if got := r.c.read(); !got.equal(wOK) {
+		r.fail("%s: MULTI got %v", op.cmds(), got)
+	}
+	for _, q := range op.tx {
+		if got := r.c.read(); !got.equal(wStatus("QUEUED")) {
+			r.fail("%s: %s got %v, want +QUEUED", op.cmds(), fmtArgs(q.args), got)
+		}
+	}
+	return r.c.read()
 }
 
 // reconnect opens a new connection and selects the model's current database.
@@ -701,39 +782,63 @@ func checkModelKeys[V any](r *modelRun, when string, db int, want map[string]V) 
 	}
 }
 
+// modelKey is what checkModelDB expects of one key: its TYPE, the reply of cmd, a command that
+// shows its whole value, and whether it has an expire time.
+type modelKey struct {
+	typ  string
+	cmd  []string
+	want wireReply
+	ttl  bool
+}
+
+// checkModelDB selects db and checks it against want: SCAN lists exactly its keys, each key has
+// its TYPE, value and expire time (PEXPIRETIME), and DBSIZE counts them.
+func checkModelDB(r *modelRun, when string, db int, want map[string]modelKey) {
+	r.t.Helper()
+	checkModelKeys(r, when, db, want)
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var buf bytes.Buffer
+	for _, k := range keys {
+		buf.Write(wireCmd("TYPE", k))
+		buf.Write(wireCmd(want[k].cmd...))
+		buf.Write(wireCmd("PEXPIRETIME", k))
+	}
+	buf.Write(wireCmd("DBSIZE"))
+	werr := r.c.writeAsync(buf.Bytes())
+	for _, k := range keys {
+		e := want[k]
+		if got := r.c.read(); !got.equal(wStatus(e.typ)) {
+			r.fail("%s: db %d key %q: TYPE %v, want %s", when, db, k, got, e.typ)
+		}
+		if got := r.c.read(); !matches(e.want, got) {
+			r.fail("%s: db %d key %q: %s got %v, want %v", when, db, k, fmtArgs(e.cmd), got, e.want)
+		}
+		at := r.c.read()
+		if at.Kind != ':' || (e.ttl && at.Int <= 0) || (!e.ttl && at.Int != -1) {
+			r.fail("%s: db %d key %q: PEXPIRETIME %v, want an expire time: %v", when, db, k, at, e.ttl)
+		}
+	}
+	if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
+		r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
+	}
+	if err := <-werr; err != nil {
+		r.fail("write: %v", err)
+	}
+}
+
 // checkKeyspace compares every key's value and whether it has a TTL, and each DBSIZE.
 func (g *opGen) checkKeyspace(r *modelRun, when string) {
 	r.t.Helper()
-	for db, want := range g.m.dbs {
-		checkModelKeys(r, when, db, want)
-		keys := make([]string, 0, len(want))
-		for k := range want {
-			keys = append(keys, k)
+	for db, m := range g.m.dbs {
+		want := make(map[string]modelKey, len(m))
+		for k, e := range m {
+			want[k] = modelKey{typ: "string", cmd: []string{"GET", k}, want: wBulk(e.val), ttl: e.ttl}
 		}
-		slices.Sort(keys)
-		var buf bytes.Buffer
-		for _, k := range keys {
-			buf.Write(wireCmd("GET", k))
-			buf.Write(wireCmd("TTL", k))
-		}
-		buf.Write(wireCmd("DBSIZE"))
-		werr := r.c.writeAsync(buf.Bytes())
-		for _, k := range keys {
-			e := want[k]
-			if got := r.c.read(); !got.equal(wBulk(e.val)) {
-				r.fail("%s: db %d key %q: got %v, want %v", when, db, k, got, wBulk(e.val))
-			}
-			ttl := r.c.read()
-			if ttl.Kind != ':' || (e.ttl && ttl.Int <= 0) || (!e.ttl && ttl.Int != -1) {
-				r.fail("%s: db %d key %q: TTL %v, want a TTL: %v", when, db, k, ttl, e.ttl)
-			}
-		}
-		if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
-			r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
-		}
-		if err := <-werr; err != nil {
-			r.fail("write: %v", err)
-		}
+		checkModelDB(r, when, db, want)
 	}
 }
 
