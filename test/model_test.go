@@ -582,7 +582,8 @@ func (g *opGen) next() modelOp {
 }
 
 // modelGen produces random operations, applying each to its model as it goes: opGen for
-// strings, hashGen (hash_model_test.go) for hashes.
+// strings, hashGen (hash_model_test.go) for hashes, collGen (coll_model_test.go) for sets,
+// lists and sorted sets.
 type modelGen interface {
 	// next returns the next operation with the reply the server must give.
 	next() modelOp
