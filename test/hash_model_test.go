@@ -7,7 +7,6 @@ package test
 // small (20 keys, 30 fields) so that commands keep meeting the hashes earlier ones built.
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -185,7 +184,7 @@ func (g *hashGen) next() modelOp {
 			args = append(args, g.field(e), g.value())
 		}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
 		if e == nil {
 			e = &hashEntry{fields: map[string]string{}}
@@ -198,24 +197,24 @@ func (g *hashGen) next() modelOp {
 			}
 		}
 		if cmd == "HMSET" {
-			return modelOp{args, wOK}
+			return modelOp{args: args, want: wOK}
 		}
-		return modelOp{args, wInt(added)}
+		return modelOp{args: args, want: wInt(added)}
 	case r < 215:
 		f, v := g.field(e), g.value()
 		args := []string{"HSETNX", k, f, v}
 		switch {
 		case wrong:
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		case e == nil:
 			e = &hashEntry{fields: map[string]string{}}
 			db[k] = e
 		}
 		if _, ok := e.fields[f]; ok {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		e.set(f, v)
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 290: // HDEL with 1-3 fields, repeats allowed; the key goes with its last field
 		args := []string{"HDEL", k}
 		for i := rng.IntN(3); i >= 0; i-- {
@@ -223,9 +222,9 @@ func (g *hashGen) next() modelOp {
 		}
 		switch {
 		case wrong:
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		case e == nil:
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		n := int64(0)
 		for _, f := range args[2:] {
@@ -236,7 +235,7 @@ func (g *hashGen) next() modelOp {
 		if len(e.fields) == 0 {
 			delete(db, k)
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 365:
 		return g.hget(k, e, wrong)
 	case r < 405:
@@ -252,45 +251,45 @@ func (g *hashGen) next() modelOp {
 			}
 		}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
-		return modelOp{args, wArr(want...)}
+		return modelOp{args: args, want: wArr(want...)}
 	case r < 435:
 		args := []string{"HLEN", k}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
 		if e == nil {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
-		return modelOp{args, wInt(int64(len(e.fields)))}
+		return modelOp{args: args, want: wInt(int64(len(e.fields)))}
 	case r < 465:
 		f := g.field(e)
 		args := []string{"HSTRLEN", k, f}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
 		v, _ := e.lookupField(f)
-		return modelOp{args, wInt(int64(len(v)))}
+		return modelOp{args: args, want: wInt(int64(len(v)))}
 	case r < 495:
 		f := g.field(e)
 		args := []string{"HEXISTS", k, f}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
 		if _, ok := e.lookupField(f); ok {
-			return modelOp{args, wInt(1)}
+			return modelOp{args: args, want: wInt(1)}
 		}
-		return modelOp{args, wInt(0)}
+		return modelOp{args: args, want: wInt(0)}
 	case r < 585:
 		return g.hincrby(k, e, wrong)
 	case r < 645: // HGETALL / HKEYS / HVALS, in whatever order the server keeps
 		cmd := []string{"HGETALL", "HKEYS", "HVALS"}[rng.IntN(3)]
 		args := []string{cmd, k}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
-		return modelOp{args, e.all(cmd != "HVALS", cmd != "HKEYS")}
+		return modelOp{args: args, want: e.all(cmd != "HVALS", cmd != "HKEYS")}
 	case r < 655: // HRANDFIELD with a count that takes every field: the reply is the whole hash
 		n := 0
 		if e != nil {
@@ -302,9 +301,9 @@ func (g *hashGen) next() modelOp {
 			args = append(args, "WITHVALUES")
 		}
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
-		return modelOp{args, e.all(true, withValues)}
+		return modelOp{args: args, want: e.all(true, withValues)}
 	case r < 685: // LAVIK.HREPLACE with 1-4 pairs, repeats allowed
 		var pairs []string
 		for i := rng.IntN(4); i >= 0; i-- {
@@ -312,14 +311,14 @@ func (g *hashGen) next() modelOp {
 		}
 		args := g.hreplaceArgs(k, pairs)
 		if wrong {
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
 		ne := &hashEntry{fields: map[string]string{}, ttl: e != nil && e.ttl}
 		for i := 0; i < len(pairs); i += 2 {
 			ne.set(pairs[i], pairs[i+1])
 		}
 		db[k] = ne
-		return modelOp{args, wInt(int64(len(ne.fields)))}
+		return modelOp{args: args, want: wInt(int64(len(ne.fields)))}
 	case r < 710: // DEL with 1-3 keys, repeats allowed
 		args := []string{"DEL"}
 		n := int64(0)
@@ -334,7 +333,7 @@ func (g *hashGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 730: // EXISTS with repeats
 		args := []string{"EXISTS"}
 		n := int64(0)
@@ -348,35 +347,35 @@ func (g *hashGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 760:
 		if e == nil {
-			return modelOp{[]string{"TYPE", k}, wStatus("none")}
+			return modelOp{args: []string{"TYPE", k}, want: wStatus("none")}
 		}
-		return modelOp{[]string{"TYPE", k}, wStatus(e.typeName())}
+		return modelOp{args: []string{"TYPE", k}, want: wStatus(e.typeName())}
 	case r < 790:
 		args := []string{"EXPIRE", k, g.ttlSeconds()}
 		if e == nil {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		e.ttl = true
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 805:
 		args := []string{"PERSIST", k}
 		if e == nil || !e.ttl {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		e.ttl = false
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 825:
 		args := []string{"TTL", k}
 		switch {
 		case e == nil:
-			return modelOp{args, wInt(-2)}
+			return modelOp{args: args, want: wInt(-2)}
 		case !e.ttl:
-			return modelOp{args, wInt(-1)}
+			return modelOp{args: args, want: wInt(-1)}
 		}
-		return modelOp{args, wireReply{Kind: wAnyPositive}}
+		return modelOp{args: args, want: wireReply{Kind: wAnyPositive}}
 	case r < 855: // RENAME, onto a key of either type or onto itself
 		dst := g.key()
 		if rng.IntN(10) == 0 {
@@ -384,14 +383,14 @@ func (g *hashGen) next() modelOp {
 		}
 		args := []string{"RENAME", k, dst}
 		if e == nil {
-			return modelOp{args, wErr(errNoSuchKey)}
+			return modelOp{args: args, want: wErr(errNoSuchKey)}
 		}
 		delete(db, k)
 		db[dst] = e
-		return modelOp{args, wOK}
+		return modelOp{args: args, want: wOK}
 	case r < 885:
 		g.cur = rng.IntN(2)
-		return modelOp{[]string{"SELECT", strconv.Itoa(g.cur)}, wOK}
+		return modelOp{args: []string{"SELECT", strconv.Itoa(g.cur)}, want: wOK}
 	case r < 910: // SET [EX]: replaces a hash too
 		v := g.value()
 		args := []string{"SET", k, v}
@@ -400,38 +399,38 @@ func (g *hashGen) next() modelOp {
 			args = append(args, "EX", g.ttlSeconds())
 		}
 		db[k] = &hashEntry{str: v, ttl: ttl}
-		return modelOp{args, wOK}
+		return modelOp{args: args, want: wOK}
 	case r < 935:
 		args := []string{"GET", k}
 		switch {
 		case e == nil:
-			return modelOp{args, wNil()}
+			return modelOp{args: args, want: wNil()}
 		case e.fields != nil:
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
-		return modelOp{args, wBulk(e.str)}
+		return modelOp{args: args, want: wBulk(e.str)}
 	case r < 945:
 		args := []string{"STRLEN", k}
 		switch {
 		case e == nil:
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		case e.fields != nil:
-			return modelOp{args, wrongType}
+			return modelOp{args: args, want: wrongType}
 		}
-		return modelOp{args, wInt(int64(len(e.str)))}
+		return modelOp{args: args, want: wInt(int64(len(e.str)))}
 	case r < 960: // errors found before the key is looked at
 		errs := []modelOp{
-			{[]string{"HSET", k, "f"}, wErr("ERR wrong number of arguments for 'hset' command")},
-			{[]string{"HSET", k, "f", "v", "g"}, wErr("ERR wrong number of arguments for 'hset' command")},
-			{[]string{"HMSET", k, "f", "v", "g"}, wErr("ERR wrong number of arguments for 'hmset' command")},
-			{[]string{"HSETNX", k, "f"}, wErr("ERR wrong number of arguments for 'hsetnx' command")},
-			{[]string{"HGET", k}, wErr("ERR wrong number of arguments for 'hget' command")},
-			{[]string{"HDEL", k}, wErr("ERR wrong number of arguments for 'hdel' command")},
-			{[]string{"HINCRBY", k, "f"}, wErr("ERR wrong number of arguments for 'hincrby' command")},
+			{args: []string{"HSET", k, "f"}, want: wErr("ERR wrong number of arguments for 'hset' command")},
+			{args: []string{"HSET", k, "f", "v", "g"}, want: wErr("ERR wrong number of arguments for 'hset' command")},
+			{args: []string{"HMSET", k, "f", "v", "g"}, want: wErr("ERR wrong number of arguments for 'hmset' command")},
+			{args: []string{"HSETNX", k, "f"}, want: wErr("ERR wrong number of arguments for 'hsetnx' command")},
+			{args: []string{"HGET", k}, want: wErr("ERR wrong number of arguments for 'hget' command")},
+			{args: []string{"HDEL", k}, want: wErr("ERR wrong number of arguments for 'hdel' command")},
+			{args: []string{"HINCRBY", k, "f"}, want: wErr("ERR wrong number of arguments for 'hincrby' command")},
 		}
 		return errs[rng.IntN(len(errs))]
 	case r < 970:
-		return modelOp{[]string{"DBSIZE"}, wInt(int64(len(db)))}
+		return modelOp{args: []string{"DBSIZE"}, want: wInt(int64(len(db)))}
 	default:
 		return g.hget(k, e, wrong)
 	}
@@ -441,12 +440,12 @@ func (g *hashGen) hget(k string, e *hashEntry, wrong bool) modelOp {
 	f := g.field(e)
 	args := []string{"HGET", k, f}
 	if wrong {
-		return modelOp{args, wrongType}
+		return modelOp{args: args, want: wrongType}
 	}
 	if v, ok := e.lookupField(f); ok {
-		return modelOp{args, wBulk(v)}
+		return modelOp{args: args, want: wBulk(v)}
 	}
-	return modelOp{args, wNil()}
+	return modelOp{args: args, want: wNil()}
 }
 
 // lookupField returns field f of the hash e, which may be nil or a string (no fields).
@@ -480,7 +479,7 @@ func (g *hashGen) hincrby(k string, e *hashEntry, wrong bool) modelOp {
 	switch r := rng.IntN(20); {
 	case r == 0:
 		incr = []string{"abc", "1.5", "", "99999999999999999999", "+1", " 1", "-0", "0x10"}[rng.IntN(8)]
-		return modelOp{[]string{"HINCRBY", k, f, incr}, wErr(errNotInt)}
+		return modelOp{args: []string{"HINCRBY", k, f, incr}, want: wErr(errNotInt)}
 	case r == 1:
 		by = math.MaxInt64 - int64(rng.IntN(10))
 	case r == 2:
@@ -501,73 +500,41 @@ func (g *hashGen) hincrby(k string, e *hashEntry, wrong bool) modelOp {
 	}
 	args := []string{"HINCRBY", k, f, strconv.FormatInt(by, 10)}
 	if wrong {
-		return modelOp{args, wrongType}
+		return modelOp{args: args, want: wrongType}
 	}
 	old := int64(0)
 	if v, ok := e.lookupField(f); ok {
 		n, ok := redisParseInt(v)
 		if !ok {
-			return modelOp{args, wErr("ERR hash value is not an integer")}
+			return modelOp{args: args, want: wErr("ERR hash value is not an integer")}
 		}
 		old = n
 	}
 	if (by > 0 && old > math.MaxInt64-by) || (by < 0 && old < math.MinInt64-by) {
-		return modelOp{args, wErr(errOverflow)}
+		return modelOp{args: args, want: wErr(errOverflow)}
 	}
 	if e == nil {
 		e = &hashEntry{fields: map[string]string{}}
 		g.dbs[g.cur][k] = e
 	}
 	e.set(f, strconv.FormatInt(old+by, 10))
-	return modelOp{args, wInt(old + by)}
+	return modelOp{args: args, want: wInt(old + by)}
 }
 
 // checkKeyspace compares every key's type, value (HGETALL or GET) and whether it has an expire
 // time, and each DBSIZE.
 func (g *hashGen) checkKeyspace(r *modelRun, when string) {
 	r.t.Helper()
-	for db, want := range g.dbs {
-		checkModelKeys(r, when, db, want)
-		keys := make([]string, 0, len(want))
-		for k := range want {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var buf bytes.Buffer
-		for _, k := range keys {
-			buf.Write(wireCmd("TYPE", k))
-			if want[k].fields != nil {
-				buf.Write(wireCmd("HGETALL", k))
-			} else {
-				buf.Write(wireCmd("GET", k))
-			}
-			buf.Write(wireCmd("PEXPIRETIME", k))
-		}
-		buf.Write(wireCmd("DBSIZE"))
-		werr := r.c.writeAsync(buf.Bytes())
-		for _, k := range keys {
-			e := want[k]
-			if got := r.c.read(); !got.equal(wStatus(e.typeName())) {
-				r.fail("%s: db %d key %q: TYPE %v, want %s", when, db, k, got, e.typeName())
-			}
-			wantVal := wBulk(e.str)
+	for db, m := range g.dbs {
+		want := make(map[string]modelKey, len(m))
+		for k, e := range m {
 			if e.fields != nil {
-				wantVal = e.all(true, true)
-			}
-			if got := r.c.read(); !matches(wantVal, got) {
-				r.fail("%s: db %d key %q: got %v, want %v", when, db, k, got, wantVal)
-			}
-			at := r.c.read()
-			if at.Kind != ':' || (e.ttl && at.Int <= 0) || (!e.ttl && at.Int != -1) {
-				r.fail("%s: db %d key %q: PEXPIRETIME %v, want an expire time: %v", when, db, k, at, e.ttl)
+				want[k] = modelKey{typ: "hash", cmd: []string{"HGETALL", k}, want: e.all(true, true), ttl: e.ttl}
+			} else {
+				want[k] = modelKey{typ: "string", cmd: []string{"GET", k}, want: wBulk(e.str), ttl: e.ttl}
 			}
 		}
-		if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
-			r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
-		}
-		if err := <-werr; err != nil {
-			r.fail("write: %v", err)
-		}
+		checkModelDB(r, when, db, want)
 	}
 }
 

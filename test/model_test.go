@@ -60,16 +60,65 @@ const wUnordered = 'U'
 type modelOp struct {
 	args []string
 	want wireReply
+	// tx, when set, makes the operation a transaction: MULTI, the commands of tx (each with the
+	// reply it must give inside EXEC's), EXEC. want is then EXEC's reply and args is unused.
+	tx []modelOp
+	// check, when set, takes the place of want for a reply the model cannot predict (SPOP picks
+	// its members at random): it checks the reply and only then applies the operation to the
+	// model, so batch ends a pipeline with such an operation.
+	check func(got wireReply) error
 }
 
-func (o modelOp) String() string { return fmtArgs(o.args) + " -> " + o.want.String() }
+func (o modelOp) String() string {
+	if o.check != nil {
+		return o.cmds() + " -> (checked against the model)"
+	}
+	return o.cmds() + " -> " + o.want.String()
+}
 
+// cmds formats the command, or the commands of a transaction.
+func (o modelOp) cmds() string {
+	if o.tx == nil {
+		return fmtArgs(o.args)
+	}
+	parts := []string{"MULTI"}
+	for _, q := range o.tx {
+		parts = append(parts, fmtArgs(q.args))
+	}
+	return strings.Join(append(parts, "EXEC"), "; ")
+}
+
+// appendWire appends the commands of o to buf.
+func (o modelOp) appendWire(buf *bytes.Buffer) {
+	if o.tx == nil {
+		buf.Write(wireCmd(o.args...))
+		return
+	}
+	buf.Write(wireCmd("MULTI"))
+	for _, q := range o.tx {
+		buf.Write(wireCmd(q.args...))
+	}
+	buf.Write(wireCmd("EXEC"))
+}
+
+// matches reports whether got is the reply want describes; an array matches element by element,
+// so that wAnyPositive and wUnordered work inside EXEC's reply.
 func matches(want, got wireReply) bool {
 	switch want.Kind {
 	case wAnyPositive:
 		return got.Kind == ':' && got.Int > 0
 	case wUnordered:
 		return got.Kind == '*' && !got.Null && sameGroups(want.Elems, got.Elems, int(want.Int))
+	case '*':
+		if want.Null || got.Kind != '*' || got.Null || len(want.Elems) != len(got.Elems) {
+			return want.equal(got)
+		}
+		for i := range want.Elems {
+			if !matches(want.Elems[i], got.Elems[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return want.equal(got)
 }
@@ -80,10 +129,11 @@ func sameGroups(a, b []wireReply, n int) bool {
 	if len(a) != len(b) || len(a)%n != 0 {
 		return false
 	}
+	// Not String(), which shortens long strings.
 	key := func(e []wireReply) string {
 		var sb strings.Builder
 		for _, x := range e {
-			sb.WriteString(strconv.Quote(x.String()))
+			fmt.Fprintf(&sb, "%c%d%v%q;", x.Kind, x.Int, x.Null, x.Str)
 		}
 		return sb.String()
 	}
@@ -237,9 +287,9 @@ func (g *opGen) next() modelOp {
 		if doSet {
 			db[k] = modelEntry{val: v, ttl: ttl}
 		}
-		return modelOp{args, want}
+		return modelOp{args: args, want: want}
 	case r < 300:
-		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GET", k}, want: bulkOrNil(cur, exists)}
 	case r < 350: // DEL / UNLINK with repeats
 		cmd := []string{"DEL", "UNLINK"}[rng.IntN(2)]
 		args := []string{cmd}
@@ -255,15 +305,15 @@ func (g *opGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 410: // APPEND
 		if len(cur.val) > 256<<10 {
 			delete(db, k)
-			return modelOp{[]string{"DEL", k}, wInt(1)}
+			return modelOp{args: []string{"DEL", k}, want: wInt(1)}
 		}
 		v := g.value()
 		db[k] = modelEntry{val: cur.val + v, ttl: exists && cur.ttl}
-		return modelOp{[]string{"APPEND", k, v}, wInt(int64(len(cur.val) + len(v)))}
+		return modelOp{args: []string{"APPEND", k, v}, want: wInt(int64(len(cur.val) + len(v)))}
 	case r < 470: // INCR family
 		var args []string
 		var by int64
@@ -278,8 +328,8 @@ func (g *opGen) next() modelOp {
 			by = -by
 		default:
 			if rng.IntN(20) == 0 {
-				return modelOp{[]string{"INCRBY", k, []string{"abc", "1.5", "", "99999999999999999999"}[rng.IntN(4)]},
-					wErr("ERR value is not an integer or out of range")}
+				return modelOp{args: []string{"INCRBY", k, []string{"abc", "1.5", "", "99999999999999999999"}[rng.IntN(4)]}, want: wErr("ERR value is not an integer or out of range")}
+
 			}
 			by = int64(rng.IntN(2001) - 1000)
 			if rng.IntN(20) == 0 {
@@ -291,22 +341,22 @@ func (g *opGen) next() modelOp {
 		if exists {
 			n, ok := redisParseInt(cur.val)
 			if !ok {
-				return modelOp{args, wErr("ERR value is not an integer or out of range")}
+				return modelOp{args: args, want: wErr("ERR value is not an integer or out of range")}
 			}
 			old = n
 		}
 		if (by > 0 && old > math.MaxInt64-by) || (by < 0 && old < math.MinInt64-by) {
-			return modelOp{args, wErr("ERR increment or decrement would overflow")}
+			return modelOp{args: args, want: wErr("ERR increment or decrement would overflow")}
 		}
 		db[k] = modelEntry{val: strconv.FormatInt(old+by, 10), ttl: exists && cur.ttl}
-		return modelOp{args, wInt(old + by)}
+		return modelOp{args: args, want: wInt(old + by)}
 	case r < 520: // SETRANGE
 		off := rng.IntN(64)
 		if rng.IntN(5) == 0 {
 			off = rng.IntN(30000)
 		}
 		if rng.IntN(50) == 0 {
-			return modelOp{[]string{"SETRANGE", k, "-1", "x"}, wErr("ERR offset is out of range")}
+			return modelOp{args: []string{"SETRANGE", k, "-1", "x"}, want: wErr("ERR offset is out of range")}
 		}
 		v := g.value()
 		if len(v) > 4096 {
@@ -314,7 +364,7 @@ func (g *opGen) next() modelOp {
 		}
 		args := []string{"SETRANGE", k, strconv.Itoa(off), v}
 		if v == "" {
-			return modelOp{args, wInt(int64(len(cur.val)))}
+			return modelOp{args: args, want: wInt(int64(len(cur.val)))}
 		}
 		b := []byte(cur.val)
 		if need := off + len(v); need > len(b) {
@@ -322,7 +372,7 @@ func (g *opGen) next() modelOp {
 		}
 		copy(b[off:], v)
 		db[k] = modelEntry{val: string(b), ttl: exists && cur.ttl}
-		return modelOp{args, wInt(int64(len(b)))}
+		return modelOp{args: args, want: wInt(int64(len(b)))}
 	case r < 580: // GETRANGE, mirroring Redis's index clamping
 		n := len(cur.val)
 		pick := func() int64 {
@@ -338,7 +388,7 @@ func (g *opGen) next() modelOp {
 		start, end := pick(), pick()
 		args := []string{"GETRANGE", k, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)}
 		if start < 0 && end < 0 && start > end {
-			return modelOp{args, wBulk("")}
+			return modelOp{args: args, want: wBulk("")}
 		}
 		sl := int64(n)
 		if start < 0 {
@@ -352,11 +402,11 @@ func (g *opGen) next() modelOp {
 			end = sl - 1
 		}
 		if start > end || sl == 0 {
-			return modelOp{args, wBulk("")}
+			return modelOp{args: args, want: wBulk("")}
 		}
-		return modelOp{args, wBulk(cur.val[start : end+1])}
+		return modelOp{args: args, want: wBulk(cur.val[start : end+1])}
 	case r < 610:
-		return modelOp{[]string{"STRLEN", k}, wInt(int64(len(cur.val)))}
+		return modelOp{args: []string{"STRLEN", k}, want: wInt(int64(len(cur.val)))}
 	case r < 640: // EXISTS with repeats
 		args := []string{"EXISTS"}
 		n := int64(0)
@@ -370,7 +420,7 @@ func (g *opGen) next() modelOp {
 				n++
 			}
 		}
-		return modelOp{args, wInt(n)}
+		return modelOp{args: args, want: wInt(n)}
 	case r < 680: // EXPIRE [NX|XX|GT|LT]; GT and LT only where the outcome does not depend on the TTL's value
 		args := []string{"EXPIRE", k, g.ttlSeconds()}
 		set := exists
@@ -389,43 +439,43 @@ func (g *opGen) next() modelOp {
 			}
 		}
 		if !set {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		db[k] = modelEntry{val: cur.val, ttl: true}
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 700:
 		if exists && cur.ttl {
 			db[k] = modelEntry{val: cur.val}
-			return modelOp{[]string{"PERSIST", k}, wInt(1)}
+			return modelOp{args: []string{"PERSIST", k}, want: wInt(1)}
 		}
-		return modelOp{[]string{"PERSIST", k}, wInt(0)}
+		return modelOp{args: []string{"PERSIST", k}, want: wInt(0)}
 	case r < 730:
 		switch {
 		case !exists:
-			return modelOp{[]string{"TTL", k}, wInt(-2)}
+			return modelOp{args: []string{"TTL", k}, want: wInt(-2)}
 		case !cur.ttl:
-			return modelOp{[]string{"TTL", k}, wInt(-1)}
+			return modelOp{args: []string{"TTL", k}, want: wInt(-1)}
 		}
-		return modelOp{[]string{"TTL", k}, wireReply{Kind: wAnyPositive}}
+		return modelOp{args: []string{"TTL", k}, want: wireReply{Kind: wAnyPositive}}
 	case r < 760: // RENAME / RENAMENX
 		dst := g.key()
 		if rng.IntN(2) == 0 {
 			if !exists {
-				return modelOp{[]string{"RENAME", k, dst}, wErr("ERR no such key")}
+				return modelOp{args: []string{"RENAME", k, dst}, want: wErr("ERR no such key")}
 			}
 			delete(db, k)
 			db[dst] = cur
-			return modelOp{[]string{"RENAME", k, dst}, wOK}
+			return modelOp{args: []string{"RENAME", k, dst}, want: wOK}
 		}
 		if !exists {
-			return modelOp{[]string{"RENAMENX", k, dst}, wErr("ERR no such key")}
+			return modelOp{args: []string{"RENAMENX", k, dst}, want: wErr("ERR no such key")}
 		}
 		if _, ok := db[dst]; ok {
-			return modelOp{[]string{"RENAMENX", k, dst}, wInt(0)}
+			return modelOp{args: []string{"RENAMENX", k, dst}, want: wInt(0)}
 		}
 		delete(db, k)
 		db[dst] = cur
-		return modelOp{[]string{"RENAMENX", k, dst}, wInt(1)}
+		return modelOp{args: []string{"RENAMENX", k, dst}, want: wInt(1)}
 	case r < 790: // COPY [DB n] [REPLACE]
 		dst := g.key()
 		args := []string{"COPY", k, dst}
@@ -439,28 +489,28 @@ func (g *opGen) next() modelOp {
 			args = append(args, "REPLACE")
 		}
 		if to == g.m.cur && dst == k {
-			return modelOp{args, wErr("ERR source and destination objects are the same")}
+			return modelOp{args: args, want: wErr("ERR source and destination objects are the same")}
 		}
 		if !exists {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		if _, ok := g.m.dbs[to][dst]; ok && !replace {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		g.m.dbs[to][dst] = cur
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 820: // MOVE
 		to := rng.IntN(2)
 		args := []string{"MOVE", k, strconv.Itoa(to)}
 		if to == g.m.cur {
-			return modelOp{args, wErr("ERR source and destination objects are the same")}
+			return modelOp{args: args, want: wErr("ERR source and destination objects are the same")}
 		}
 		if _, ok := g.m.dbs[to][k]; !exists || ok {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		delete(db, k)
 		g.m.dbs[to][k] = cur
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 850: // MSET
 		args := []string{"MSET"}
 		for i := rng.IntN(4); i >= 0; i-- {
@@ -468,7 +518,7 @@ func (g *opGen) next() modelOp {
 			args = append(args, kk, v)
 			db[kk] = modelEntry{val: v}
 		}
-		return modelOp{args, wOK}
+		return modelOp{args: args, want: wOK}
 	case r < 870: // MSETNX
 		args := []string{"MSETNX"}
 		var kv []string
@@ -482,15 +532,15 @@ func (g *opGen) next() modelOp {
 		}
 		args = append(args, kv...)
 		if taken {
-			return modelOp{args, wInt(0)}
+			return modelOp{args: args, want: wInt(0)}
 		}
 		for i := 0; i < len(kv); i += 2 {
 			db[kv[i]] = modelEntry{val: kv[i+1]}
 		}
-		return modelOp{args, wInt(1)}
+		return modelOp{args: args, want: wInt(1)}
 	case r < 900:
 		delete(db, k)
-		return modelOp{[]string{"GETDEL", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GETDEL", k}, want: bulkOrNil(cur, exists)}
 	case r < 920: // GETEX [EX|PX|PERSIST]
 		args := []string{"GETEX", k}
 		ttl := cur.ttl
@@ -505,34 +555,35 @@ func (g *opGen) next() modelOp {
 		if exists {
 			db[k] = modelEntry{val: cur.val, ttl: ttl}
 		}
-		return modelOp{args, bulkOrNil(cur, exists)}
+		return modelOp{args: args, want: bulkOrNil(cur, exists)}
 	case r < 950:
 		g.m.cur = rng.IntN(2)
-		return modelOp{[]string{"SELECT", strconv.Itoa(g.m.cur)}, wOK}
+		return modelOp{args: []string{"SELECT", strconv.Itoa(g.m.cur)}, want: wOK}
 	case r < 960:
-		return modelOp{[]string{"DBSIZE"}, wInt(int64(len(db)))}
+		return modelOp{args: []string{"DBSIZE"}, want: wInt(int64(len(db)))}
 	case r < 970: // errors that must not change anything
 		errs := []modelOp{
-			{[]string{"SET", k, "v", "NX", "XX"}, wErr("ERR syntax error")},
-			{[]string{"SET", k, "v", "EX", "0"}, wErr("ERR invalid expire time in 'set' command")},
-			{[]string{"SET", k, "v", "KEEPTTL", "EX", "5"}, wErr("ERR syntax error")},
-			{[]string{"GETRANGE", k, "a", "1"}, wErr("ERR value is not an integer or out of range")},
-			{[]string{"EXPIRE", k, "100", "NX", "XX"}, wErr("ERR NX and XX, GT or LT options at the same time are not compatible")},
-			{[]string{"MOVE", k, "16"}, wErr("ERR DB index is out of range")},
-			{[]string{"GET"}, wErr("ERR wrong number of arguments for 'get' command")},
-			{[]string{"MSET", k}, wErr("ERR wrong number of arguments for 'mset' command")},
+			{args: []string{"SET", k, "v", "NX", "XX"}, want: wErr("ERR syntax error")},
+			{args: []string{"SET", k, "v", "EX", "0"}, want: wErr("ERR invalid expire time in 'set' command")},
+			{args: []string{"SET", k, "v", "KEEPTTL", "EX", "5"}, want: wErr("ERR syntax error")},
+			{args: []string{"GETRANGE", k, "a", "1"}, want: wErr("ERR value is not an integer or out of range")},
+			{args: []string{"EXPIRE", k, "100", "NX", "XX"}, want: wErr("ERR NX and XX, GT or LT options at the same time are not compatible")},
+			{args: []string{"MOVE", k, "16"}, want: wErr("ERR DB index is out of range")},
+			{args: []string{"GET"}, want: wErr("ERR wrong number of arguments for 'get' command")},
+			{args: []string{"MSET", k}, want: wErr("ERR wrong number of arguments for 'mset' command")},
 		}
 		return errs[rng.IntN(len(errs))]
 	case r < 971:
 		clear(db)
-		return modelOp{[]string{"FLUSHDB"}, wOK}
+		return modelOp{args: []string{"FLUSHDB"}, want: wOK}
 	default:
-		return modelOp{[]string{"GET", k}, bulkOrNil(cur, exists)}
+		return modelOp{args: []string{"GET", k}, want: bulkOrNil(cur, exists)}
 	}
 }
 
 // modelGen produces random operations, applying each to its model as it goes: opGen for
-// strings, hashGen (hash_model_test.go) for hashes.
+// strings, hashGen (hash_model_test.go) for hashes, collGen (coll_model_test.go) for sets,
+// lists and sorted sets.
 type modelGen interface {
 	// next returns the next operation with the reply the server must give.
 	next() modelOp
@@ -594,29 +645,60 @@ func (r *modelRun) remember(s string) {
 	}
 }
 
-// batch sends n operations in one pipeline and checks each reply in order.
+// batch sends up to n operations in one pipeline, fewer when one has a check, and checks each
+// reply in order.
 func (r *modelRun) batch(n int) {
 	r.t.Helper()
-	ops := make([]modelOp, n)
-	dbs := make([]int, n) // database selected when each operation was sent
+	var ops []modelOp
+	var dbs []int // database selected when each operation was sent
 	var buf bytes.Buffer
-	for i := range ops {
-		dbs[i] = r.g.selected()
-		ops[i] = r.g.next()
-		buf.Write(wireCmd(ops[i].args...))
+	for len(ops) < n {
+		dbs = append(dbs, r.g.selected())
+		op := r.g.next()
+		ops = append(ops, op)
+		op.appendWire(&buf)
+		if op.check != nil {
+			break // the model is behind until the reply comes
+		}
 	}
 	werr := r.c.writeAsync(buf.Bytes())
 	for i, op := range ops {
-		got := r.c.read()
-		r.remember(fmt.Sprintf("#%d db%d %v", r.done, dbs[i], op))
+		got := r.readOp(op)
+		if op.check != nil {
+			r.remember(fmt.Sprintf("#%d db%d %v: got %v", r.done, dbs[i], op, got))
+		} else {
+			r.remember(fmt.Sprintf("#%d db%d %v", r.done, dbs[i], op))
+		}
 		r.done++
-		if !matches(op.want, got) {
-			r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  want %v", i, n, fmtArgs(op.args), got, op.want)
+		if op.check != nil {
+			if err := op.check(got); err != nil {
+				r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  %v", i, len(ops), op.cmds(), got, err)
+			}
+		} else if !matches(op.want, got) {
+			r.fail("op %d of a pipeline of %d: %s\n  got  %v\n  want %v", i, len(ops), op.cmds(), got, op.want)
 		}
 	}
 	if err := <-werr; err != nil {
 		r.fail("write: %v", err)
 	}
+}
+
+// readOp reads the reply of op; for a transaction, it checks MULTI's and the queued replies and
+// returns EXEC's.
+func (r *modelRun) readOp(op modelOp) wireReply {
+	r.t.Helper()
+	if op.tx == nil {
+		return r.c.read()
+	}
+	if got := r.c.read(); !got.equal(wOK) {
+		r.fail("%s: MULTI got %v", op.cmds(), got)
+	}
+	for _, q := range op.tx {
+		if got := r.c.read(); !got.equal(wStatus("QUEUED")) {
+			r.fail("%s: %s got %v, want +QUEUED", op.cmds(), fmtArgs(q.args), got)
+		}
+	}
+	return r.c.read()
 }
 
 // reconnect opens a new connection and selects the model's current database.
@@ -701,39 +783,63 @@ func checkModelKeys[V any](r *modelRun, when string, db int, want map[string]V) 
 	}
 }
 
+// modelKey is what checkModelDB expects of one key: its TYPE, the reply of cmd, a command that
+// shows its whole value, and whether it has an expire time.
+type modelKey struct {
+	typ  string
+	cmd  []string
+	want wireReply
+	ttl  bool
+}
+
+// checkModelDB selects db and checks it against want: SCAN lists exactly its keys, each key has
+// its TYPE, value and expire time (PEXPIRETIME), and DBSIZE counts them.
+func checkModelDB(r *modelRun, when string, db int, want map[string]modelKey) {
+	r.t.Helper()
+	checkModelKeys(r, when, db, want)
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var buf bytes.Buffer
+	for _, k := range keys {
+		buf.Write(wireCmd("TYPE", k))
+		buf.Write(wireCmd(want[k].cmd...))
+		buf.Write(wireCmd("PEXPIRETIME", k))
+	}
+	buf.Write(wireCmd("DBSIZE"))
+	werr := r.c.writeAsync(buf.Bytes())
+	for _, k := range keys {
+		e := want[k]
+		if got := r.c.read(); !got.equal(wStatus(e.typ)) {
+			r.fail("%s: db %d key %q: TYPE %v, want %s", when, db, k, got, e.typ)
+		}
+		if got := r.c.read(); !matches(e.want, got) {
+			r.fail("%s: db %d key %q: %s got %v, want %v", when, db, k, fmtArgs(e.cmd), got, e.want)
+		}
+		at := r.c.read()
+		if at.Kind != ':' || (e.ttl && at.Int <= 0) || (!e.ttl && at.Int != -1) {
+			r.fail("%s: db %d key %q: PEXPIRETIME %v, want an expire time: %v", when, db, k, at, e.ttl)
+		}
+	}
+	if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
+		r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
+	}
+	if err := <-werr; err != nil {
+		r.fail("write: %v", err)
+	}
+}
+
 // checkKeyspace compares every key's value and whether it has a TTL, and each DBSIZE.
 func (g *opGen) checkKeyspace(r *modelRun, when string) {
 	r.t.Helper()
-	for db, want := range g.m.dbs {
-		checkModelKeys(r, when, db, want)
-		keys := make([]string, 0, len(want))
-		for k := range want {
-			keys = append(keys, k)
+	for db, m := range g.m.dbs {
+		want := make(map[string]modelKey, len(m))
+		for k, e := range m {
+			want[k] = modelKey{typ: "string", cmd: []string{"GET", k}, want: wBulk(e.val), ttl: e.ttl}
 		}
-		slices.Sort(keys)
-		var buf bytes.Buffer
-		for _, k := range keys {
-			buf.Write(wireCmd("GET", k))
-			buf.Write(wireCmd("TTL", k))
-		}
-		buf.Write(wireCmd("DBSIZE"))
-		werr := r.c.writeAsync(buf.Bytes())
-		for _, k := range keys {
-			e := want[k]
-			if got := r.c.read(); !got.equal(wBulk(e.val)) {
-				r.fail("%s: db %d key %q: got %v, want %v", when, db, k, got, wBulk(e.val))
-			}
-			ttl := r.c.read()
-			if ttl.Kind != ':' || (e.ttl && ttl.Int <= 0) || (!e.ttl && ttl.Int != -1) {
-				r.fail("%s: db %d key %q: TTL %v, want a TTL: %v", when, db, k, ttl, e.ttl)
-			}
-		}
-		if got := r.c.read(); !got.equal(wInt(int64(len(want)))) {
-			r.fail("%s: db %d DBSIZE %v, want %d", when, db, got, len(want))
-		}
-		if err := <-werr; err != nil {
-			r.fail("write: %v", err)
-		}
+		checkModelDB(r, when, db, want)
 	}
 }
 
