@@ -40,12 +40,8 @@ const (
 	errZaddNXXX        = "ERR XX and NX options at the same time are not compatible"
 	errZaddGTLTNX      = "ERR GT, LT, and/or NX options at the same time are not compatible"
 	errZaddIncrPairs   = "ERR INCR option supports a single increment-element pair"
-	errZNaN            = "ERR resulting score is not a number (NaN)"
-	errZMinMaxFloat    = "ERR min or max is not a float"
-	errZMinMaxLex      = "ERR min or max not valid string range item"
 	errZRangeLimit     = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
 	errZRangeLexScores = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
-	errZWeight         = "ERR weight value is not a float"
 )
 
 // collEntry is one key of the model: a string, set, list or sorted set.

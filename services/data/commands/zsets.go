@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"time"
 
@@ -127,16 +128,16 @@ pairs:
 		c.Err(ErrSyntax)
 		return
 	}
-	if incr && n > 2 {
-		c.Err(Error("ERR INCR option supports a single increment-element pair"))
-		return
-	}
 	if nx && xx {
 		c.Err(Error("ERR XX and NX options at the same time are not compatible"))
 		return
 	}
 	if gt && lt || gt && nx || lt && nx {
 		c.Err(Error("ERR GT, LT, and/or NX options at the same time are not compatible"))
+		return
+	}
+	if incr && n > 2 {
+		c.Err(Error("ERR INCR option supports a single increment-element pair"))
 		return
 	}
 	scores := make([]float64, 0, n/2)
@@ -211,15 +212,17 @@ func zincrbyCmd(c *Ctx) {
 	var out float64
 	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
 		cur, had := z.score(c.Args[3])
-		out = cur + incr
+		out = incr // a new member's score is the increment itself: -0 stays -0
+		if had {
+			out = cur + incr
+		}
 		if math.IsNaN(out) {
 			return false, errNaNScore
 		}
 		if had && out == cur {
 			return false, nil // an unchanged score touches nothing (WATCH holds)
 		}
-		z.set(c.Args[3], out)
-		out, _ = z.score(c.Args[3])
+		z.set(c.Args[3], out) // a listpack stores -0 as 0; the reply is the sum, as Redis's
 		return true, nil
 	})
 	if err != nil {
@@ -802,17 +805,19 @@ type zopArgs struct {
 	withScores bool
 }
 
-func parseZOp(c *Ctx, op zsetOp, args [][]byte, at int, store bool) (zopArgs, error) {
-	a := zopArgs{agg: "sum"}
+// parseZOp parses ZUNION and the others: err is a numkeys error, answered at once; optErr an
+// error in the options after the keys, which Redis finds only after checking the keys' types.
+func parseZOp(c *Ctx, op zsetOp, args [][]byte, at int, store bool) (a zopArgs, optErr, err error) {
+	a = zopArgs{agg: "sum"}
 	numkeys, ok := ParseInt(args[at])
 	if !ok {
-		return a, ErrNotInt
+		return a, nil, ErrNotInt
 	}
 	if numkeys < 1 {
-		return a, Error("ERR at least 1 input key is needed for '" + c.Cmd.Name + "' command")
+		return a, nil, Error("ERR at least 1 input key is needed for '" + c.Cmd.Name + "' command")
 	}
 	if numkeys > int64(len(args)-at-1) {
-		return a, ErrSyntax
+		return a, nil, ErrSyntax
 	}
 	a.keys = args[at+1 : at+1+int(numkeys)]
 	for j := at + 1 + int(numkeys); j < len(args); j++ {
@@ -823,7 +828,7 @@ func parseZOp(c *Ctx, op zsetOp, args [][]byte, at int, store bool) (zopArgs, er
 				j++
 				w, ok := parseScore(args[j])
 				if !ok {
-					return a, Error("ERR weight value is not a float")
+					return a, Error("ERR weight value is not a float"), nil
 				}
 				a.weights = append(a.weights, w)
 			}
@@ -837,15 +842,15 @@ func parseZOp(c *Ctx, op zsetOp, args [][]byte, at int, store bool) (zopArgs, er
 			case is(args[j], "MAX"):
 				a.agg = "max"
 			default:
-				return a, ErrSyntax
+				return a, ErrSyntax, nil
 			}
 		case !store && is(args[j], "WITHSCORES"):
 			a.withScores = true
 		default:
-			return a, ErrSyntax
+			return a, ErrSyntax, nil
 		}
 	}
-	return a, nil
+	return a, nil, nil
 }
 
 // txZSources reads keys from position first of tx as sorted sets; a set counts as a sorted set
@@ -888,7 +893,11 @@ func txZSources(tx *keyspace.Tx, first, n int) ([]*zsetValue, error) {
 	return out, nil
 }
 
-// combineZ computes op over sets with a's weights and aggregate, in Redis's reply order.
+// combineZ computes op over sets with a's weights and aggregate as Redis's
+// zunionInterDiffGenericCommand does: the inputs taken smallest first (a missing key is empty);
+// a weighted score that is NaN (0 times an infinity) is 0 in a union and in an intersection's
+// first input, while a later input's NaN makes a sum 0 and is ignored by MIN and MAX; a sum of
+// inf and -inf is 0. The result is a sorted set.
 func combineZ(op zsetOp, sets []*zsetValue, a zopArgs) *zsetValue {
 	weight := func(i int) float64 {
 		if a.weights == nil {
@@ -896,25 +905,42 @@ func combineZ(op zsetOp, sets []*zsetValue, a zopArgs) *zsetValue {
 		}
 		return a.weights[i]
 	}
-	agg := func(x, y float64) float64 {
-		var r float64
-		switch a.agg {
-		case "min":
-			r = math.Min(x, y)
-		case "max":
-			r = math.Max(x, y)
-		default:
-			r = x + y
+	size := func(i int) int {
+		if sets[i] == nil {
+			return 0
 		}
+		return sets[i].len()
+	}
+	order := make([]int, len(sets))
+	for i := range order {
+		order[i] = i
+	}
+	if op != zDiff {
+		sort.SliceStable(order, func(x, y int) bool { return size(order[x]) < size(order[y]) })
+	}
+	first := func(s, w float64) float64 {
+		r := s * w
 		if math.IsNaN(r) {
 			return 0
 		}
 		return r
 	}
-	scaled := func(s, w float64) float64 {
-		r := s * w
+	agg := func(target, val float64) float64 {
+		switch a.agg {
+		case "min":
+			if val < target {
+				return val
+			}
+			return target
+		case "max":
+			if val > target {
+				return val
+			}
+			return target
+		}
+		r := target + val
 		if math.IsNaN(r) {
-			return 0 // inf * 0
+			return 0
 		}
 		return r
 	}
@@ -922,22 +948,22 @@ func combineZ(op zsetOp, sets []*zsetValue, a zopArgs) *zsetValue {
 	switch op {
 	case zUnion:
 		acc := map[string]float64{}
-		var order [][]byte
-		for i, z := range sets {
-			if z == nil {
+		var members [][]byte
+		for _, i := range order {
+			if sets[i] == nil {
 				continue
 			}
-			for _, it := range z.items {
-				s := scaled(it.score, weight(i))
+			for _, it := range sets[i].items {
+				// A union makes every weighted NaN 0, not only the first.
 				if cur, ok := acc[string(it.member)]; ok {
-					acc[string(it.member)] = agg(cur, s)
+					acc[string(it.member)] = agg(cur, first(it.score, weight(i)))
 				} else {
-					acc[string(it.member)] = s
-					order = append(order, it.member)
+					acc[string(it.member)] = first(it.score, weight(i))
+					members = append(members, it.member)
 				}
 			}
 		}
-		for _, m := range order {
+		for _, m := range members {
 			out.set(m, acc[string(m)])
 		}
 	case zInter:
@@ -946,16 +972,17 @@ func combineZ(op zsetOp, sets []*zsetValue, a zopArgs) *zsetValue {
 				return out
 			}
 		}
-		for _, it := range sets[0].items {
-			s := scaled(it.score, weight(0))
+		base := order[0]
+		for _, it := range sets[base].items {
+			s := first(it.score, weight(base))
 			in := true
-			for i, z := range sets[1:] {
-				other, ok := z.score(it.member)
+			for _, j := range order[1:] {
+				other, ok := sets[j].score(it.member)
 				if !ok {
 					in = false
 					break
 				}
-				s = agg(s, scaled(other, weight(i+1)))
+				s = agg(s, other*weight(j))
 			}
 			if in {
 				out.set(it.member, s)
@@ -1008,7 +1035,7 @@ func storeKeys(args [][]byte) ([]int, error) {
 }
 
 func zopCmd(c *Ctx, op zsetOp) {
-	a, err := parseZOp(c, op, c.Args, 1, false)
+	a, optErr, err := parseZOp(c, op, c.Args, 1, false)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1019,6 +1046,9 @@ func zopCmd(c *Ctx, op zsetOp) {
 		sets, err := txZSources(tx, 0, len(ks))
 		if err != nil {
 			return err
+		}
+		if optErr != nil {
+			return optErr
 		}
 		res = combineZ(op, sets, a)
 		return nil
@@ -1035,7 +1065,7 @@ func zinterCmd(c *Ctx) { zopCmd(c, zInter) }
 func zdiffCmd(c *Ctx)  { zopCmd(c, zDiff) }
 
 func zopStoreCmd(c *Ctx, op zsetOp) {
-	a, err := parseZOp(c, op, c.Args, 2, true)
+	a, optErr, err := parseZOp(c, op, c.Args, 2, true)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1049,6 +1079,9 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		sets, err := txZSources(tx, 1, len(a.keys))
 		if err != nil {
 			return err
+		}
+		if optErr != nil {
+			return optErr
 		}
 		res := combineZ(op, sets, a)
 		for i := range res.items {
