@@ -28,7 +28,8 @@ func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) 
 		case p.Meta.Type != typ:
 			return v, false, ErrWrongType
 		}
-		v, err = decode(bytes.Clone(p.Val))
+		// Val stays valid while the command runs, which is as long as v is used: no copy.
+		v, err = decode(p.Val)
 		return v, err == nil, err
 	}
 	found, err = c.KS.Get(c.Sess, c.DB(), key, func(val keyspace.Value, m keyspace.Meta) error {
@@ -109,6 +110,26 @@ func txValues[T collection](tx *keyspace.Tx, n int, typ uint8, decode func([]byt
 		return nil, need
 	}
 	return out, nil
+}
+
+// changeEach is SADD, SREM, HDEL and ZREM: change (add or remove) for every member argument of
+// the collection at c.Args[1], through update (updateSet, ...), replying how many changed it.
+func changeEach[T collection](c *Ctx, update func(*Ctx, []byte, func(T, bool) (bool, error)) error, change func(v T, m []byte) bool) {
+	var n int64
+	err := update(c, c.Args[1], func(v T, _ bool) (bool, error) {
+		n = 0
+		for _, m := range c.Args[2:] {
+			if change(v, m) {
+				n++
+			}
+		}
+		return n > 0, nil
+	})
+	if err != nil {
+		c.Err(err)
+		return
+	}
+	c.W.Int(n)
 }
 
 // dbKeys names keys in the client's database.

@@ -58,14 +58,25 @@ func (x *memberIndex) find(members [][]byte, m []byte) int {
 	return -1
 }
 
-// appended notes member m appended at position i; removed forgets positions after a removal.
+// appended notes member m appended at position i; removed notes the removal of member m from
+// position i, which moved the members after it one place down.
 func (x *memberIndex) appended(m []byte, i int) {
 	if x.m != nil {
 		x.m[string(m)] = i
 	}
 }
 
-func (x *memberIndex) removed() { x.m = nil }
+func (x *memberIndex) removed(m []byte, i int) {
+	if x.m == nil {
+		return
+	}
+	delete(x.m, string(m))
+	for k, j := range x.m {
+		if j > i {
+			x.m[k] = j - 1
+		}
+	}
+}
 
 // blobReader reads the uvarint-prefixed byte strings of an encoded collection.
 type blobReader struct{ b []byte }
@@ -175,7 +186,7 @@ func (h *hashValue) del(field []byte) bool {
 	}
 	h.fields = append(h.fields[:i], h.fields[i+1:]...)
 	h.vals = append(h.vals[:i], h.vals[i+1:]...)
-	h.index.removed()
+	h.index.removed(field, i)
 	return true
 }
 

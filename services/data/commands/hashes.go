@@ -177,26 +177,7 @@ func hmgetCmd(c *Ctx) {
 	}
 }
 
-func hdelCmd(c *Ctx) {
-	var n int64
-	err := updateHash(c, c.Args[1], func(h *hashValue, exists bool) (bool, error) {
-		n = 0
-		if !exists {
-			return false, nil
-		}
-		for _, f := range c.Args[2:] {
-			if h.del(f) {
-				n++
-			}
-		}
-		return n > 0, nil
-	})
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	c.W.Int(n)
-}
+func hdelCmd(c *Ctx) { changeEach(c, updateHash, (*hashValue).del) }
 
 func hlenCmd(c *Ctx) {
 	h, err := readHash(c, c.Args[1])

@@ -260,108 +260,65 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 		c.W.Simple(a)
 	}
 	c.W.Array(0) // tips
-	if cmd.FirstKey > 0 {
+	switch {
+	case cmd.FirstKey > 0:
 		// One key spec in Redis's range form.
-		c.W.Array(1)
-		c.W.Map(4)
-		c.W.BulkString("flags")
-		if cmd.Flags&FlagWrite != 0 {
-			c.W.Set(1)
-			c.W.Simple("RW")
-		} else {
-			c.W.Set(1)
-			c.W.Simple("RO")
-		}
-		c.W.BulkString("begin_search")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("index")
-		c.W.BulkString("spec")
-		c.W.Map(1)
-		c.W.BulkString("index")
-		c.W.Int(int64(cmd.FirstKey))
-		c.W.BulkString("find_keys")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("range")
-		c.W.BulkString("spec")
-		c.W.Map(3)
-		c.W.BulkString("lastkey")
 		last := cmd.LastKey
 		if last > 0 {
 			last -= cmd.FirstKey
 		}
-		c.W.Int(int64(last))
-		c.W.BulkString("keystep")
-		c.W.Int(int64(cmd.Step))
-		c.W.BulkString("limit")
-		c.W.Int(0)
-		c.W.BulkString("notes")
-		c.W.BulkString("")
-	} else if cmd.Keyword != "" {
+		flag := "RO"
+		if cmd.Flags&FlagWrite != 0 {
+			flag = "RW"
+		}
+		c.W.Array(1)
+		c.writeKV(specMap{"flags", []string{flag},
+			"begin_search", specMap{"type", "index", "spec", specMap{"index", cmd.FirstKey}},
+			"find_keys", specMap{"type", "range", "spec", specMap{"lastkey", last, "keystep", cmd.Step, "limit", 0}},
+			"notes", ""})
+	case cmd.Keyword != "":
 		// Redis's keyword form (XREAD): the keys from after the keyword, half of what follows.
 		c.W.Array(1)
-		c.W.Map(3)
-		c.W.BulkString("flags")
-		c.W.Set(2)
-		c.W.Simple("RO")
-		c.W.Simple("access")
-		c.W.BulkString("begin_search")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("keyword")
-		c.W.BulkString("spec")
-		c.W.Map(2)
-		c.W.BulkString("keyword")
-		c.W.BulkString(cmd.Keyword)
-		c.W.BulkString("startfrom")
-		c.W.Int(int64(cmd.KeywordFrom))
-		c.W.BulkString("find_keys")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("range")
-		c.W.BulkString("spec")
-		c.W.Map(3)
-		c.W.BulkString("lastkey")
-		c.W.Int(-1)
-		c.W.BulkString("keystep")
-		c.W.Int(1)
-		c.W.BulkString("limit")
-		c.W.Int(2)
-	} else if cmd.Keys != nil {
+		c.writeKV(specMap{"flags", []string{"RO", "access"},
+			"begin_search", specMap{"type", "keyword", "spec", specMap{"keyword", cmd.Keyword, "startfrom", cmd.KeywordFrom}},
+			"find_keys", specMap{"type", "range", "spec", specMap{"lastkey", -1, "keystep", 1, "limit", 2}}})
+	case cmd.Keys != nil:
 		// Redis's keynum form: the count at index 1, the keys right after it.
 		c.W.Array(1)
-		c.W.Map(3)
-		c.W.BulkString("flags")
-		c.W.Set(1)
-		c.W.Simple("RO")
-		c.W.BulkString("begin_search")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("index")
-		c.W.BulkString("spec")
-		c.W.Map(1)
-		c.W.BulkString("index")
-		c.W.Int(1)
-		c.W.BulkString("find_keys")
-		c.W.Map(2)
-		c.W.BulkString("type")
-		c.W.BulkString("keynum")
-		c.W.BulkString("spec")
-		c.W.Map(3)
-		c.W.BulkString("keynumidx")
-		c.W.Int(0)
-		c.W.BulkString("firstkey")
-		c.W.Int(1)
-		c.W.BulkString("keystep")
-		c.W.Int(1)
-	} else {
+		c.writeKV(specMap{"flags", []string{"RO"},
+			"begin_search", specMap{"type", "index", "spec", specMap{"index", 1}},
+			"find_keys", specMap{"type", "keynum", "spec", specMap{"keynumidx", 0, "firstkey", 1, "keystep", 1}}})
+	default:
 		c.W.Array(0)
 	}
 	subs := cmd.subsSorted()
 	c.W.Array(len(subs))
 	for _, s := range subs {
 		writeCommandInfo(c, s)
+	}
+}
+
+// specMap is a map reply written in order (writeKV): name, value pairs where a value is an int, a
+// string (bulk), a []string (a set of simple strings) or a nested specMap.
+type specMap []any
+
+func (c *Ctx) writeKV(m specMap) {
+	c.W.Map(len(m) / 2)
+	for i := 0; i < len(m); i += 2 {
+		c.W.BulkString(m[i].(string))
+		switch v := m[i+1].(type) {
+		case int:
+			c.W.Int(int64(v))
+		case string:
+			c.W.BulkString(v)
+		case []string:
+			c.W.Set(len(v))
+			for _, f := range v {
+				c.W.Simple(f)
+			}
+		case specMap:
+			c.writeKV(v)
+		}
 	}
 }
 

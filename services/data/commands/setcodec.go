@@ -87,7 +87,7 @@ func (s *setValue) remove(m []byte) bool {
 		return false
 	}
 	s.members = append(s.members[:i], s.members[i+1:]...)
-	s.index.removed()
+	s.index.removed(m, i)
 	return true
 }
 

@@ -49,26 +49,6 @@ func updateSet(c *Ctx, key []byte, fn func(s *setValue, exists bool) (bool, erro
 	return updateValue(c, key, typeSet, decodeSet, newSet, fn)
 }
 
-// changeMembers runs change (add or remove) for every member argument and replies how many
-// changed the set.
-func changeMembers(c *Ctx, change func(s *setValue, m []byte) bool) {
-	var n int64
-	err := updateSet(c, c.Args[1], func(s *setValue, _ bool) (bool, error) {
-		n = 0
-		for _, m := range c.Args[2:] {
-			if change(s, m) {
-				n++
-			}
-		}
-		return n > 0, nil
-	})
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	c.W.Int(n)
-}
-
 // writeSet replies with members as a set (an array in RESP2).
 func writeSet(c *Ctx, members [][]byte) {
 	c.W.Set(len(members))
@@ -441,5 +421,5 @@ func sscanCmd(c *Ctx) {
 	}, 1, func(i int) { c.W.Bulk(s.members[i]) })
 }
 
-func saddCmd(c *Ctx) { changeMembers(c, (*setValue).add) }
-func sremCmd(c *Ctx) { changeMembers(c, (*setValue).remove) }
+func saddCmd(c *Ctx) { changeEach(c, updateSet, (*setValue).add) }
+func sremCmd(c *Ctx) { changeEach(c, updateSet, (*setValue).remove) }

@@ -232,23 +232,7 @@ func zincrbyCmd(c *Ctx) {
 	c.score(out)
 }
 
-func zremCmd(c *Ctx) {
-	var n int64
-	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
-		n = 0
-		for _, m := range c.Args[2:] {
-			if z.remove(m) {
-				n++
-			}
-		}
-		return n > 0, nil
-	})
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	c.W.Int(n)
-}
+func zremCmd(c *Ctx) { changeEach(c, updateZSet, (*zsetValue).remove) }
 
 func zscoreCmd(c *Ctx) {
 	z, err := readZSet(c, c.Args[1])
