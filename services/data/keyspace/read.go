@@ -610,6 +610,18 @@ func (r *Reads) Step(fn func(i int, v Value, m Meta, ok bool, err error)) bool {
 	}
 }
 
+// Abandon gives back what the requests not handed on hold (their reads' buffers and segment
+// references), for a caller that stops before the end, such as an event loop closing. The
+// engine must have completed the reads it was given.
+func (r *Reads) Abandon() {
+	for i := r.delivered; i < r.prepared; i++ {
+		if p := &r.ps[i]; p.ready {
+			p.rd.Release()
+		}
+	}
+	r.delivered, r.prepared = len(r.reqs), len(r.reqs)
+}
+
 // deliverable reports whether the next request to hand on is complete.
 func (r *Reads) deliverable() bool {
 	if r.delivered == r.prepared {

@@ -143,6 +143,11 @@ func (lp *loop) run() {
 				lp.ring.Wait()
 				lp.ring.Poll()
 			}
+			// The batches not handed on hold buffers and segment references.
+			for _, b := range lp.reading {
+				b.reads.Abandon()
+			}
+			lp.reading = nil
 			lp.ring.Close()
 		}
 		unix.Close(lp.epfd)
