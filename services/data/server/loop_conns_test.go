@@ -623,6 +623,17 @@ func openFds(t *testing.T) int {
 	return len(ents)
 }
 
+// fdTargets lists what the process's descriptors point at, for a failure message.
+func fdTargets() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var out []string
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		out = append(out, e.Name()+"->"+target)
+	}
+	return strings.Join(out, " ")
+}
+
 // TestLoopCloseMidFlight: Server.Close while clients are in the middle of a pipeline, of a
 // detached GET streaming to a client that reads nothing, and of runs of GETs from the disk
 // returns within a bound, and leaves no goroutine and no descriptor behind once the keyspace is
@@ -644,7 +655,7 @@ func TestLoopCloseMidFlight(t *testing.T) {
 			if time.Now().After(deadline) {
 				buf := make([]byte, 1<<20)
 				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("after Close: %d goroutines (%d before), %d descriptors (%d before)\n%s", g, goroutines, f, fds, buf)
+				t.Errorf("after Close: %d goroutines (%d before), %d descriptors (%d before): %s\n%s", g, goroutines, f, fds, fdTargets(), buf)
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
