@@ -16,11 +16,6 @@ func init() {
 			Group: "list", Since: since, Complexity: complexity, Summary: summary, Handler: h}
 	}
 	keys := func(c *Command, last int) *Command { c.LastKey = last; return c }
-	movable := func(c *Command, keys func([][]byte) ([]int, error)) *Command {
-		c.FirstKey, c.LastKey, c.Step, c.Keys = 0, 0, 0, keys
-		c.Flags |= FlagMovableKeys
-		return c
-	}
 	w, r := FlagWrite|FlagDenyOOM|FlagFast, FlagReadonly
 	register(
 		list("lpush", -3, w, "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", lpushCmd),
@@ -39,12 +34,12 @@ func init() {
 		list("lpos", -3, r, "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.", "Returns the index of matching elements in a list.", lposCmd),
 		keys(list("lmove", 5, FlagWrite|FlagDenyOOM, "6.2.0", "O(1)", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", lmoveCmd), 2),
 		keys(list("rpoplpush", 3, FlagWrite|FlagDenyOOM, "1.2.0", "O(1)", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", rpoplpushCmd), 2),
-		movable(list("lmpop", -4, FlagWrite, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", lmpopCmd), lmpopKeys(1)),
+		movableKeys(list("lmpop", -4, FlagWrite, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", lmpopCmd), 1, lmpopKeys(1)),
 		keys(list("blpop", -3, FlagWrite|FlagBlocking, "2.0.0", "O(N) where N is the number of provided keys.", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blpopCmd), -2),
 		keys(list("brpop", -3, FlagWrite|FlagBlocking, "2.0.0", "O(N) where N is the number of provided keys.", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", brpopCmd), -2),
 		keys(list("blmove", 6, FlagWrite|FlagDenyOOM|FlagBlocking, "6.2.0", "O(1)", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", blmoveCmd), 2),
 		keys(list("brpoplpush", 4, FlagWrite|FlagDenyOOM|FlagBlocking, "2.2.0", "O(1)", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", brpoplpushCmd), 2),
-		movable(list("blmpop", -5, FlagWrite|FlagBlocking, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blmpopCmd), lmpopKeys(2)),
+		movableKeys(list("blmpop", -5, FlagWrite|FlagBlocking, "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blmpopCmd), 2, lmpopKeys(2)),
 	)
 }
 

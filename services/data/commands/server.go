@@ -283,11 +283,24 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 			"begin_search", specMap{"type", "keyword", "spec", specMap{"keyword", cmd.Keyword, "startfrom", cmd.KeywordFrom}},
 			"find_keys", specMap{"type", "range", "spec", specMap{"lastkey", -1, "keystep", 1, "limit", 2}}})
 	case cmd.Keys != nil:
-		// Redis's keynum form: the count at index 1, the keys right after it.
-		c.W.Array(1)
-		c.writeKV(specMap{"flags", []string{"RO"},
-			"begin_search", specMap{"type", "index", "spec", specMap{"index", 1}},
+		// Redis's keynum form: the count at KeyNumAt, the keys right after it; a destination
+		// first has a spec of its own.
+		var specs []specMap
+		flag := "RO"
+		if cmd.StoreKey {
+			specs = append(specs, specMap{"flags", []string{"OW"},
+				"begin_search", specMap{"type", "index", "spec", specMap{"index", 1}},
+				"find_keys", specMap{"type", "range", "spec", specMap{"lastkey", 0, "keystep", 1, "limit", 0}}})
+		} else if cmd.Flags&FlagWrite != 0 {
+			flag = "RW"
+		}
+		specs = append(specs, specMap{"flags", []string{flag},
+			"begin_search", specMap{"type", "index", "spec", specMap{"index", cmd.KeyNumAt}},
 			"find_keys", specMap{"type", "keynum", "spec", specMap{"keynumidx", 0, "firstkey", 1, "keystep", 1}}})
+		c.W.Array(len(specs))
+		for _, sp := range specs {
+			c.writeKV(sp)
+		}
 	default:
 		c.W.Array(0)
 	}

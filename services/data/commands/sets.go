@@ -31,7 +31,7 @@ func init() {
 		multi(set("sinterstore", -3, FlagWrite|FlagDenyOOM, "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", "Stores the intersect of multiple sets in a key.", sinterstoreCmd), -1),
 		multi(set("sunionstore", -3, FlagWrite|FlagDenyOOM, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the union of multiple sets in a key.", sunionstoreCmd), -1),
 		multi(set("sdiffstore", -3, FlagWrite|FlagDenyOOM, "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the difference of multiple sets in a key.", sdiffstoreCmd), -1),
-		&Command{Name: "sintercard", Arity: -3, Flags: FlagReadonly | FlagMovableKeys, Keys: sintercardKeys,
+		&Command{Name: "sintercard", Arity: -3, Flags: FlagReadonly | FlagMovableKeys, Keys: sintercardKeys, KeyNumAt: 1,
 			Group: "set", Since: "7.0.0", Complexity: "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.",
 			Summary: "Returns the number of members of the intersect of multiple sets.", Handler: sintercardCmd},
 		set("sscan", -3, FlagReadonly, "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members of a set.", sscanCmd),

@@ -65,6 +65,10 @@ type Command struct {
 	// count argument says how many, as SINTERCARD numkeys): COMMAND GETKEYS and its key spec
 	// (a keynum spec with the count at position 1) follow it.
 	Keys func(args [][]byte) ([]int, error)
+	// KeyNumAt, for a command with Keys, is where its key count is (Redis's keynum key spec);
+	// StoreKey says a destination key comes first, at 1 (ZUNIONSTORE).
+	KeyNumAt int
+	StoreKey bool
 	// Keyword, for a command with Keys whose keys follow a keyword (XREAD and XREADGROUP:
 	// STREAMS, searched from argument KeywordFrom), makes COMMAND report Redis's keyword key
 	// spec instead of the keynum one: the keys run from after the keyword to the end, half of
@@ -124,6 +128,14 @@ func (c *Command) KeyIndexes(argc int) []int {
 var table = map[string]*Command{}
 
 // register adds commands to the table; called from each family file's init.
+// movableKeys makes c a command whose keys follow a key count at position at (LMPOP numkeys
+// ...): keys finds them in a command line.
+func movableKeys(c *Command, at int, keys func([][]byte) ([]int, error)) *Command {
+	c.FirstKey, c.LastKey, c.Step, c.Keys, c.KeyNumAt = 0, 0, 0, keys, at
+	c.Flags |= FlagMovableKeys
+	return c
+}
+
 // prefetchable are the commands that read one key, argument 1, whole and nothing else
 // (FlagPrefetch). Random picks are not among them: their counts may ask for long replies.
 var prefetchable = map[string]bool{

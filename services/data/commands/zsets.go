@@ -19,11 +19,6 @@ func init() {
 			Summary: summary, Handler: h}
 	}
 	keys := func(c *Command, last int) *Command { c.LastKey = last; return c }
-	movable := func(c *Command, keys func([][]byte) ([]int, error)) *Command {
-		c.FirstKey, c.LastKey, c.Step, c.Keys = 0, 0, 0, keys
-		c.Flags |= FlagMovableKeys
-		return c
-	}
 	w, r := FlagWrite|FlagDenyOOM|FlagFast, FlagReadonly
 	register(
 		z("zadd", -4, w, "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zaddCmd),
@@ -50,16 +45,16 @@ func init() {
 		z("zpopmax", -2, FlagWrite|FlagFast, "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmaxCmd),
 		keys(z("bzpopmin", -3, FlagWrite|FlagFast|FlagBlocking, "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopminCmd), -2),
 		keys(z("bzpopmax", -3, FlagWrite|FlagFast|FlagBlocking, "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmaxCmd), -2),
-		movable(z("zmpop", -4, FlagWrite, "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpopCmd), zmpopKeys(1)),
-		movable(z("bzmpop", -5, FlagWrite|FlagBlocking, "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpopCmd), zmpopKeys(2)),
+		movableKeys(z("zmpop", -4, FlagWrite, "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpopCmd), 1, zmpopKeys(1)),
+		movableKeys(z("bzmpop", -5, FlagWrite|FlagBlocking, "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpopCmd), 2, zmpopKeys(2)),
 		z("zrandmember", -2, r, "6.2.0", "Returns one or more random members from a sorted set.", zrandmemberCmd),
-		movable(z("zunion", -3, r, "6.2.0", "Returns the union of multiple sorted sets.", zunionCmd), numkeysKeys(1)),
-		movable(z("zinter", -3, r, "6.2.0", "Returns the intersect of multiple sorted sets.", zinterCmd), numkeysKeys(1)),
-		movable(z("zdiff", -3, r, "6.2.0", "Returns the difference between multiple sorted sets.", zdiffCmd), numkeysKeys(1)),
-		movable(z("zunionstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the union of multiple sorted sets in a key.", zunionstoreCmd), storeKeys),
-		movable(z("zinterstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zinterstoreCmd), storeKeys),
-		movable(z("zdiffstore", -4, FlagWrite|FlagDenyOOM, "6.2.0", "Stores the difference of multiple sorted sets in a key.", zdiffstoreCmd), storeKeys),
-		movable(z("zintercard", -3, r, "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zintercardCmd), numkeysKeys(1)),
+		movableKeys(z("zunion", -3, r, "6.2.0", "Returns the union of multiple sorted sets.", zunionCmd), 1, numkeysKeys(1)),
+		movableKeys(z("zinter", -3, r, "6.2.0", "Returns the intersect of multiple sorted sets.", zinterCmd), 1, numkeysKeys(1)),
+		movableKeys(z("zdiff", -3, r, "6.2.0", "Returns the difference between multiple sorted sets.", zdiffCmd), 1, numkeysKeys(1)),
+		storeCommand(z("zunionstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the union of multiple sorted sets in a key.", zunionstoreCmd)),
+		storeCommand(z("zinterstore", -4, FlagWrite|FlagDenyOOM, "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zinterstoreCmd)),
+		storeCommand(z("zdiffstore", -4, FlagWrite|FlagDenyOOM, "6.2.0", "Stores the difference of multiple sorted sets in a key.", zdiffstoreCmd)),
+		movableKeys(z("zintercard", -3, r, "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zintercardCmd), 1, numkeysKeys(1)),
 		z("zscan", -3, r, "2.8.0", "Iterates over members and scores of a sorted set.", zscanCmd),
 	)
 }
@@ -1007,6 +1002,14 @@ func numkeysKeys(at int) func([][]byte) ([]int, error) {
 		}
 		return out, nil
 	}
+}
+
+// storeCommand makes c a command with a destination key and then numkeys source keys
+// (ZUNIONSTORE and the like).
+func storeCommand(c *Command) *Command {
+	c = movableKeys(c, 2, storeKeys)
+	c.StoreKey = true
+	return c
 }
 
 // storeKeys finds the keys of ZUNIONSTORE and the like: the destination, then numkeys keys.
