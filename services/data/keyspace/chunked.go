@@ -149,12 +149,13 @@ type chunkLoc struct {
 	loc   vlog.Loc
 }
 
-// manifest is a chunked value's manifest.
+// manifest is a chunked value's manifest, or a grouped value's directory (grouped.go, g set).
 type manifest struct {
-	length int64      // the value's length
-	chunk  int        // chunk size
+	length int64      // the value's length; a directory's payload size
+	chunk  int        // chunk size; 0 for a directory
 	oid    uint64     // the object id its chunks carry
-	locs   []chunkLoc // chunk j's record
+	locs   []chunkLoc // chunk (or group) j's record
+	g      *groupDir  // a grouped value's directory: its groups' ids, lengths and summaries
 }
 
 // newObjectID returns the id of a new chunked value. Ids are random: two values sharing one
@@ -181,16 +182,45 @@ func (m *manifest) span(j int) (from, to int64) {
 	return from, min(from+int64(m.chunk), m.length)
 }
 
-// spanLen is chunk j's length.
+// spanLen is chunk j's length (a group's, for a directory).
 func (m *manifest) spanLen(j int) int {
+	if m.g != nil {
+		return m.g.lens[j]
+	}
 	from, to := m.span(j)
 	return int(to - from)
+}
+
+// subOf is the Sub field of chunk j's record: its index, or a group's id.
+func (m *manifest) subOf(j int) uint64 {
+	if m.g != nil {
+		return m.g.ids[j]
+	}
+	return uint64(j)
+}
+
+// size is the manifest's payload size.
+func (m *manifest) size() int {
+	if m.g != nil {
+		return int(m.length)
+	}
+	return manifestSize(m.length, m.chunk)
+}
+
+// clone copies m deeply enough to change its locations.
+func (m *manifest) clone() *manifest {
+	c := *m
+	c.locs = slices.Clone(m.locs)
+	return &c
 }
 
 // chunkRecSize is the size of chunk j's record.
 func (m *manifest) chunkRecSize(j int) int64 { return vlog.RecordSize(0, oidSize, m.spanLen(j)) }
 
 func (m *manifest) encode(dst []byte) []byte {
+	if m.g != nil {
+		return m.encodeDir(dst)
+	}
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(m.length))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.chunk))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.locs)))
@@ -239,9 +269,9 @@ func decodeManifest(b []byte, chunk int) (*manifest, error) {
 func (e *entry) chunked() bool { return e.w0&flagChunked != 0 }
 
 // recLen is the payload length of the record e points at: the value, or a chunked value's
-// manifest.
+// manifest (a grouped value's directory keeps its own size in vlen).
 func (s *shard) recLen(e *entry) int {
-	if e.chunked() {
+	if e.chunked() && e.vtype() == TypeString {
 		return manifestSize(int64(e.vlen), s.cs)
 	}
 	return int(e.vlen)
@@ -257,6 +287,10 @@ func (s *shard) recSize(e *entry) int64 {
 func (s *shard) recordValueLen(h vlog.Header, val []byte) (uint32, bool, error) {
 	if h.Flags&vlog.FlagDir == 0 {
 		return h.ValLen, false, nil
+	}
+	if h.VType != TypeString {
+		_, err := decodeDir(val)
+		return uint32(len(val)), true, err
 	}
 	n, err := decodeManifestHeader(val, s.cs)
 	return uint32(n), true, err
@@ -334,7 +368,7 @@ func (s *shard) manifestOf(rec []byte, db uint8, key []byte, length int64) (*man
 	if h.Kind != vlog.KindPut || h.Flags&vlog.FlagDir == 0 || (key != nil && (h.DB != db || !bytes.Equal(r.Key, key))) {
 		return nil, r, fmt.Errorf("%w: index points at a record that is not the key's manifest", vlog.ErrCorrupt)
 	}
-	m, err := decodeManifest(r.Val, s.cs)
+	m, err := decodeManifestOf(r.Val, h.VType, s.cs)
 	if err == nil && length >= 0 && m.length != length {
 		err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, m.length, length)
 	}
@@ -349,7 +383,7 @@ func chunkOf(rec []byte, m *manifest, j int) ([]byte, error) {
 	}
 	h := r.Header
 	if h.Kind != vlog.KindSub || len(r.Key) != oidSize || binary.LittleEndian.Uint64(r.Key) != m.oid ||
-		h.Sub != uint64(j) || len(r.Val) != m.spanLen(j) {
+		h.Sub != m.subOf(j) || len(r.Val) != m.spanLen(j) {
 		return nil, fmt.Errorf("%w: manifest names a record that is not its chunk %d", vlog.ErrCorrupt, j)
 	}
 	return r.Val, nil
@@ -424,7 +458,7 @@ func chunkedBytes(m *manifest, js []int, keyLen, extLen int) int64 {
 	for _, j := range js {
 		n += m.chunkRecSize(j)
 	}
-	return n + vlog.RecordSize(extLen, keyLen, manifestSize(m.length, m.chunk))
+	return n + vlog.RecordSize(extLen, keyLen, m.size())
 }
 
 // appendChunkedLocked appends the chunks js (ascending) of value m of key, whose bytes data
@@ -442,7 +476,7 @@ func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte
 		return vlog.Loc{}, 0, fmt.Errorf("keyspace: %w", err)
 	}
 	for n, j := range js {
-		ch.Sub = uint64(j)
+		ch.Sub = m.subOf(j)
 		loc, _, err := s.log.Append(ch, oid, data(j))
 		if err != nil {
 			return fail(js[:n], err)
@@ -450,7 +484,7 @@ func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte
 		m.locs[j] = chunkLoc{shard: uint16(s.id), loc: loc}
 	}
 	h.Flags |= vlog.FlagDir
-	loc, lsn, err := s.log.AppendExt(h, ext, key, m.encode(make([]byte, 0, manifestSize(m.length, m.chunk))))
+	loc, lsn, err := s.log.AppendExt(h, ext, key, m.encode(make([]byte, 0, m.size())))
 	if err != nil {
 		return fail(js, err)
 	}
@@ -624,7 +658,7 @@ func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []b
 		}
 		var man *manifest
 		if err == nil && p.chunked {
-			man, err = decodeManifest(val, s.cs)
+			man, err = decodeManifestOf(val, m.Type, s.cs)
 			if err == nil && man.length != int64(m.Len) {
 				err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, man.length, m.Len)
 			}
@@ -645,6 +679,12 @@ func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []b
 				continue // a collection moved the chunks and dropped their segment: look again
 			}
 			return true, ks.readErr(fmt.Errorf("%w: a segment the manifest of %q names is gone", vlog.ErrCorrupt, key))
+		}
+		if man.g != nil {
+			// A grouped value is read whole, joined, when fn asks (Value.Bytes).
+			err = fn(Value{Len: m.Len, ks: ks, man: man, vtype: m.Type}, m)
+			unpin()
+			return true, err
 		}
 		from, to := 0, m.Len
 		if span != nil {
@@ -958,7 +998,7 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		oid := oidKey(man.oid)
 		var written int64
 		for n, j := range round {
-			ch.Sub = uint64(j)
+			ch.Sub = man.subOf(j)
 			loc, l, err := s.log.Append(ch, oid, chunks[n])
 			if err != nil {
 				abandon()
@@ -989,7 +1029,7 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		abandon()
 		return false, nil // changed meanwhile: read the new manifest
 	}
-	nm := &manifest{length: man.length, chunk: man.chunk, oid: man.oid, locs: slices.Clone(man.locs)}
+	nm := man.clone()
 	for n, j := range js {
 		nm.locs[j] = chunkLoc{shard: uint16(s.id), loc: copies[n]}
 	}
@@ -1008,7 +1048,7 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	if invariants {
 		ks.checkEntryLocked(s, i)
 	}
-	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), manifestSize(nm.length, nm.chunk))))
+	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), nm.size())))
 	return true, s.log.Flush(lsn, false)
 }
 

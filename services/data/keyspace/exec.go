@@ -169,6 +169,7 @@ func (tx *Tx) beginBatch(b *execBatch) {
 			*k = *ov
 			k.edits = maps.Clone(ov.edits)
 			k.wantValue, k.wantMan, k.wantParts, k.plan = false, false, nil, nil
+			k.gplan, k.gnew = nil, nil
 			continue
 		}
 		k.resetOps()
@@ -208,7 +209,7 @@ func (b *execBatch) keepCache(tx *Tx) {
 	for _, k := range tx.uniq {
 		if ov := b.lookup(k.db, k.key); ov != nil {
 			ov.cached, ov.cachedLoc, ov.haveCached = k.cached, k.cachedLoc, k.haveCached
-			ov.man, ov.manLoc, ov.parts = k.man, k.manLoc, k.parts
+			ov.man, ov.manLoc, ov.parts, ov.dview = k.man, k.manLoc, k.parts, k.dview
 		}
 	}
 }

@@ -20,7 +20,10 @@ import (
 // the directory of the shard its hash picks, so another count would leave keys where lookups
 // never go) and the features in use: additions a version may make to the format without a new
 // version number, which an older binary must refuse rather than misread. This version writes
-// format 2 and knows no feature yet.
+// format 2 with the feature "groups": a put record with vlog.FlagDir whose type is not a string
+// is a grouped value's directory (grouped.go), not a chunked string's manifest. A format-2
+// directory without it (written before collections were grouped, when only strings were
+// chunked) gets the feature recorded when it is opened.
 //
 // A directory of format 1 (Lavik 0.1, which recorded only its shard count, in layoutFileV1) is
 // upgraded when it is opened (upgrade.go). A directory of a later format, or using a feature this
@@ -32,7 +35,10 @@ const (
 )
 
 // knownFeatures are the directory features this version reads.
-var knownFeatures = map[string]bool{}
+var knownFeatures = map[string]bool{featureGroups: true}
+
+// featureGroups: grouped values' directories (grouped.go).
+const featureGroups = "groups"
 
 // dirFormat is a parsed formatFile.
 type dirFormat struct {
@@ -164,6 +170,12 @@ func checkFormat(fsys vfs.FS, dir string, shards int, log *slog.Logger) error {
 		if f.shards != shards {
 			return fmt.Errorf("keyspace: %s was created with %d shards; start with --shards %d (or auto)", dir, f.shards, f.shards)
 		}
+		if !slices.Contains(f.features, featureGroups) {
+			f.features = append(f.features, featureGroups)
+			if err := vfs.WriteFileAtomic(fsys, dir, formatFile, f.encode()); err != nil {
+				return fmt.Errorf("keyspace: record the data format: %w", err)
+			}
+		}
 		// What a finished upgrade may have left behind.
 		return cleanUpgrade(fsys, dir, shards)
 	case ok && f.shards != shards:
@@ -181,7 +193,7 @@ func checkFormat(fsys vfs.FS, dir string, shards int, log *slog.Logger) error {
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "shard-") }) {
 		return fmt.Errorf("keyspace: %s holds shard directories but no %s: not a Lavik data directory this version knows", dir, formatFile)
 	}
-	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards}.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards, features: []string{featureGroups}}.encode()); err != nil {
 		return fmt.Errorf("keyspace: record the data format: %w", err)
 	}
 	return nil

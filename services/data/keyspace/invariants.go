@@ -74,7 +74,7 @@ func (ks *Keyspace) checkEntriesLocked(s *shard, idx []uint32) {
 				e.db(), key, e.chunked(), e.vlen, h.Kind, h.DB, r.Key, len(r.Val), h.Flags)
 		}
 		if e.chunked() {
-			m, err := decodeManifest(r.Val, s.cs)
+			m, err := decodeManifestOf(r.Val, r.Header.VType, s.cs)
 			if err == nil && m.length != int64(e.vlen) {
 				err = fmt.Errorf("manifest of %d bytes, the entry says %d", m.length, e.vlen)
 			}

@@ -155,12 +155,17 @@ type Value struct {
 	ks       *Keyspace
 	man      *manifest
 	from, to int64
+	// A grouped value (grouped.go; man is its directory, Len its size): read and joined whole.
+	vtype uint8
 }
 
 // Bytes returns the whole value; a chunked one is read into a new buffer.
 func (v Value) Bytes() ([]byte, error) {
 	if v.man == nil {
 		return v.whole, nil
+	}
+	if v.man.g != nil {
+		return v.ks.readGrouped(v.man, v.vtype)
 	}
 	buf := make([]byte, v.to-v.from)
 	if err := v.ks.readValueRange(v.man, v.from, v.to, buf); err != nil {
@@ -180,6 +185,13 @@ func (v Value) Each(part func([]byte) error) error {
 			return nil
 		}
 		return part(v.whole)
+	}
+	if v.man.g != nil {
+		b, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		return part(b)
 	}
 	js := v.man.chunkRange(v.from, v.to)
 	for start := 0; start < len(js); start += readBatch {
@@ -536,6 +548,9 @@ func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte
 		return ks.readNowChunked(se, sn, db, key, fn)
 	}
 	defer unpin()
+	if man.g != nil {
+		return fn(Value{Len: sn.meta.Len, ks: ks, man: man, vtype: sn.meta.Type}, sn.meta, true, nil)
+	}
 	return fn(Value{Len: int(man.length), ks: ks, man: man, from: 0, to: man.length}, sn.meta, true, nil)
 }
 

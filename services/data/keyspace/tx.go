@@ -33,6 +33,8 @@ const (
 	// opEdit is an in-place edit of a chunked value (WriteAt): chunks that differ from the
 	// manifest read, over that manifest.
 	opEdit
+	// opGroups is a grouped value written by PutGroups (grouped.go).
+	opGroups
 )
 
 // txKey is the transaction's view of one distinct key.
@@ -63,6 +65,8 @@ type txKey struct {
 	parts     map[int][]byte
 	wantMan   bool
 	wantParts []int
+	// dview is a grouped value's directory as Tx.Dir shows it, made of man.
+	dview *Directory
 
 	// Pending write.
 	op       txOp
@@ -74,8 +78,15 @@ type txKey struct {
 	elen  int64
 	// plan is the manifest of a chunked value being put, made when the commit sizes it.
 	plan *manifest
-	// chunkMin is the length above which a value is chunked (Options.chunkMin).
-	chunkMin int
+	// For opGroups: the directory to write; gplan and gnew, made when the commit sizes it, are
+	// its manifest and its new groups (groupsPlan). A put of a large value not a string uses
+	// them too.
+	gview *Directory
+	gplan *manifest
+	gnew  []int
+	// chunkMin is the length above which a string is chunked (Options.chunkMin), groupMin the
+	// one above which another type is grouped (Options.groupMin).
+	chunkMin, groupMin int
 	// dep is the change the key's state depends on (durable.go), as the attempt found it.
 	dep uint64
 }
@@ -114,6 +125,8 @@ func (k *txKey) meta() (Meta, bool) {
 		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: len(k.val)}, true
 	case opEdit:
 		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: int(k.elen)}, true
+	case opGroups:
+		return Meta{Type: k.vtype &^ RawHint, ExpireAt: k.expireAt, Len: int(k.gview.Bytes())}, true
 	}
 	m := k.entry.metaOf()
 	if k.op == opExpire {
@@ -132,6 +145,10 @@ func (tx *Tx) Value(i int) ([]byte, bool, error) {
 	}
 	if k.op == opPut {
 		return k.val, true, nil
+	}
+	if k.op == opGroups {
+		v, err := tx.groupedValue(i)
+		return v, err == nil, err
 	}
 	if k.cacheValid() {
 		if k.op == opEdit {
@@ -153,7 +170,7 @@ func (tx *Tx) Value(i int) ([]byte, bool, error) {
 func (tx *Tx) Put(i int, val []byte, expireAt int64, vtype uint8) {
 	k := tx.keys[i]
 	k.op, k.val, k.expireAt, k.vtype, k.found = opPut, val, expireAt, vtype&^vtChunked, true
-	k.edits = nil
+	k.edits, k.gview, k.gplan = nil, nil, nil
 }
 
 // WriteAt overwrites key i's value from byte off with patch, as SETRANGE and APPEND do: the
@@ -296,7 +313,7 @@ func (tx *Tx) SetExpire(i int, expireAt int64) {
 		return
 	}
 	switch k.op {
-	case opPut, opEdit:
+	case opPut, opEdit, opGroups:
 		k.expireAt = expireAt
 	default:
 		k.op, k.expireAt = opExpire, expireAt
@@ -408,13 +425,17 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding b
 		case err != nil:
 		case p.chunked:
 			var m *manifest
-			if m, err = decodeManifest(val, k.shard.cs); err == nil && m.length != int64(k.entry.vlen) {
+			if m, err = decodeManifestOf(val, k.entry.vtype(), k.shard.cs); err == nil && m.length != int64(k.entry.vlen) {
 				err = fmt.Errorf("%w: manifest of %d bytes, the index says %d", vlog.ErrCorrupt, m.length, k.entry.vlen)
 			}
 			if err != nil {
 				err = ks.readErr(err)
 			} else {
-				k.man, k.manLoc, k.parts = m, k.entry.loc(), nil
+				// A copy: the manifest of a grouped value aliases what it was decoded from.
+				if m.g != nil {
+					m, _ = decodeDir(bytes.Clone(val))
+				}
+				k.man, k.manLoc, k.parts, k.dview = m, k.entry.loc(), nil, nil
 			}
 		default:
 			// A new buffer each time: a value put from this one (COPY, RENAME) may still use
@@ -451,7 +472,13 @@ func (ks *Keyspace) fetchChunks(k *txKey) error {
 		return nil
 	}
 	m := k.man
-	if k.wantValue && !k.cacheValid() {
+	if k.wantValue && !k.cacheValid() && m.g != nil {
+		v, err := ks.readGrouped(m, k.entry.vtype())
+		if err != nil {
+			return err
+		}
+		k.cached, k.cachedLoc, k.haveCached = v, k.manLoc, true
+	} else if k.wantValue && !k.cacheValid() {
 		buf := make([]byte, m.length)
 		if err := ks.readValueRange(m, 0, m.length, buf); err != nil {
 			return err
@@ -508,7 +535,7 @@ func (tx *Tx) setup(keys []Key) {
 			continue
 		}
 		h := tx.ks.hash(db, key.Key)
-		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin})
+		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin, groupMin: tx.ks.opts.groupMin})
 		k := &tx.store[len(tx.store)-1]
 		tx.keys[i] = k
 		tx.uniq = append(tx.uniq, k)
@@ -537,6 +564,7 @@ func (tx *Tx) begin() {
 func (k *txKey) resetOps() {
 	k.op, k.val, k.wantValue = opNone, nil, false
 	k.wantMan, k.wantParts, k.edits, k.elen, k.plan = false, nil, nil, 0, nil
+	k.gview, k.gplan, k.gnew = nil, nil, nil
 }
 
 // commitLocked appends the transaction's records and updates the index. A transaction that
@@ -592,7 +620,7 @@ func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 			return err
 		}
 		p.bytes += n
-		if (k.op == opPut || k.op == opEdit) && !k.inIndexLocked(b) {
+		if (k.op == opPut || k.op == opEdit || k.op == opGroups) && !k.inIndexLocked(b) {
 			p.news++
 			p.arena += arenaSize(len(k.key))
 		}
@@ -683,7 +711,7 @@ func cancelReserves(parts []txPart) {
 // is no longer there (lazy expiry removed it within the attempt, or b flushed it) writes none.
 func (k *txKey) writesLocked(b *execBatch) bool {
 	switch k.op {
-	case opPut, opEdit, opExpire:
+	case opPut, opEdit, opExpire, opGroups:
 		return true
 	case opDelete:
 		return k.inIndexLocked(b)
@@ -707,6 +735,10 @@ func (k *txKey) recordBytes(extLen int) (int64, error) {
 		if int64(len(k.val)) > MaxValueLen {
 			return 0, errValueTooLong
 		}
+		if k.grouping() {
+			m, js := k.groupsPlan()
+			return chunkedBytes(m, js, len(k.key), extLen), nil
+		}
 		if len(k.val) > k.chunkMin {
 			m := k.newManifest(k.shard)
 			js := make([]int, len(m.locs))
@@ -719,8 +751,17 @@ func (k *txKey) recordBytes(extLen int) (int64, error) {
 	case opEdit:
 		m, js := k.editManifest()
 		return chunkedBytes(m, js, len(k.key), extLen), nil
+	case opGroups:
+		m, js := k.groupsPlan()
+		return chunkedBytes(m, js, len(k.key), extLen), nil
 	}
 	return vlog.RecordSize(extLen, len(k.key), 0), nil
+}
+
+// grouping reports whether k's put is of a value that is grouped rather than one record: longer
+// than groupMin and not a string (strings are chunked, past chunkMin).
+func (k *txKey) grouping() bool {
+	return k.op == opPut && k.vtype&0xf != TypeString && len(k.val) > k.groupMin
 }
 
 // noteLocked records that k changed at lsn: the session waits for it before it replies, and a
@@ -746,7 +787,7 @@ func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
 		return nil // deleted by lazy expiry within this transaction: nothing on disk to undo
 	}
 	s.touchLocked(k.hash, k.db, k.key)
-	if k.op == opPut && !found {
+	if (k.op == opPut || k.op == opGroups) && !found {
 		// Room in the index first: a record the index cannot take must not reach the log.
 		if err := s.ix.reserve(len(k.key)); err != nil {
 			return err
@@ -759,12 +800,16 @@ func (tx *Tx) applyLocked(se *Session, k *txKey, ext []byte) error {
 		switch {
 		case int64(len(k.val)) > MaxValueLen:
 			return errValueTooLong
-		case len(k.val) > k.chunkMin:
+		case k.grouping():
+			return tx.groupsLocked(se, k, i, found, ext, code) // grouped.go
+		case k.vtype&0xf == TypeString && len(k.val) > k.chunkMin:
 			return tx.putChunkedLocked(se, k, i, found, ext, code) // chunked.go
 		}
 		h, val = recordHeader(vlog.KindPut, k.db, k.vtype, k.expireAt, s.version+1, ext), k.val
 	case opEdit:
 		return tx.editChunkedLocked(se, k, i, found, ext, code)
+	case opGroups:
+		return tx.groupsLocked(se, k, i, found, ext, code)
 	case opDelete:
 		h = recordHeader(vlog.KindDelete, k.db, 0, 0, s.version+1, ext)
 	case opExpire:
@@ -816,7 +861,7 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	s := ks.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin}
+	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.groupMin}
 	if expireAt != 0 && expireAt <= ks.opts.Now() {
 		k.op = opDelete
 	}
