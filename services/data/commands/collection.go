@@ -113,10 +113,11 @@ func txValues[T collection](tx *keyspace.Tx, n int, typ uint8, decode func([]byt
 }
 
 // changeEach is SADD, SREM, HDEL and ZREM: change (add or remove) for every member argument of
-// the collection at c.Args[1], through update (updateSet, ...), replying how many changed it.
-func changeEach[T collection](c *Ctx, update func(*Ctx, []byte, func(T, bool) (bool, error)) error, change func(v T, m []byte) bool) {
+// the collection at c.Args[1], through update (updateSet, ...: given the members, so that a
+// grouped collection reads only their groups), replying how many changed it.
+func changeEach[T collection](c *Ctx, update func(*Ctx, []byte, [][]byte, func(T, bool) (bool, error)) error, change func(v T, m []byte) bool) {
 	var n int64
-	err := update(c, c.Args[1], func(v T, _ bool) (bool, error) {
+	err := update(c, c.Args[1], c.Args[2:], func(v T, _ bool) (bool, error) {
 		n = 0
 		for _, m := range c.Args[2:] {
 			if change(v, m) {

@@ -199,3 +199,30 @@ func (h *hashValue) encoding() string {
 }
 
 func appendUvarint(b []byte, n uint64) []byte { return binary.AppendUvarint(b, n) }
+
+// The grouped layer's view of a hash (keyed.go).
+
+func (h *hashValue) keys() [][]byte { return h.fields }
+func (h *hashValue) size(i int) int { return len(h.fields[i]) + len(h.vals[i]) + 2 }
+func (h *hashValue) flagBits() byte { return h.flags }
+func (h *hashValue) orFlags(f byte) { h.flags |= f }
+
+func (h *hashValue) pick(idx []int) *hashValue {
+	p := &hashValue{flags: h.flags, fields: make([][]byte, len(idx)), vals: make([][]byte, len(idx))}
+	for n, i := range idx {
+		p.fields[n], p.vals[n] = h.fields[i], h.vals[i]
+	}
+	return p
+}
+
+func (h *hashValue) absorb(o *hashValue) {
+	h.fields = append(h.fields, o.fields...)
+	h.vals = append(h.vals, o.vals...)
+	h.flags |= o.flags
+	h.index = memberIndex{}
+}
+
+var hashType = &keyedType[*hashValue]{typ: typeHash, format: hashFormat, table: hashTableEnc, decode: decodeHash,
+	empty: func() *hashValue { return &hashValue{} }}
+
+func init() { hashType.register() }

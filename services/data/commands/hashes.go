@@ -44,9 +44,27 @@ func readHash(c *Ctx, key []byte) (*hashValue, error) {
 	return h, err
 }
 
-// updateHash runs fn on the hash at key inside a transaction (updateValue).
-func updateHash(c *Ctx, key []byte, fn func(h *hashValue, exists bool) (bool, error)) error {
-	return updateValue(c, key, typeHash, decodeHash, func() *hashValue { return &hashValue{} }, fn)
+// readFields reads the part of the hash at key that holds fields (all of a hash stored as one
+// record; the groups of those fields of a grouped one, keyed.go): empty when the key does not
+// exist, ErrWrongType when it holds another type.
+func readFields(c *Ctx, key []byte, fields [][]byte) (*hashValue, error) {
+	h, _, err := hashType.read(c, key, fields)
+	return h, err
+}
+
+// updateHash runs fn on the hash at key inside a transaction: fn gets the part of it that holds
+// fields (nil: all of it) and must change no other field (keyedType.update).
+func updateHash(c *Ctx, key []byte, fields [][]byte, fn func(h *hashValue, exists bool) (bool, error)) error {
+	return hashType.update(c, key, fields, fn)
+}
+
+// pairFields are the fields of the field value pairs from args[2].
+func pairFields(args [][]byte) [][]byte {
+	fs := make([][]byte, 0, len(args)/2)
+	for i := 2; i+1 < len(args); i += 2 {
+		fs = append(fs, args[i])
+	}
+	return fs
 }
 
 // pairsArity checks that args after the key are field value pairs.
@@ -63,7 +81,7 @@ func hsetPairs(c *Ctx) (int64, bool) {
 		return 0, false
 	}
 	var added int64
-	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+	err := updateHash(c, c.Args[1], pairFields(c.Args), func(h *hashValue, _ bool) (bool, error) {
 		added = 0
 		for i := 2; i < len(c.Args); i += 2 {
 			if h.set(c.Args[i], c.Args[i+1]) {
@@ -93,7 +111,7 @@ func hmsetCmd(c *Ctx) {
 
 func hsetnxCmd(c *Ctx) {
 	var added bool
-	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+	err := updateHash(c, c.Args[1], c.Args[2:3], func(h *hashValue, _ bool) (bool, error) {
 		if _, ok := h.get(c.Args[2]); ok {
 			added = false
 			return false, nil
@@ -143,13 +161,9 @@ func boolInt(b bool) int64 {
 }
 
 func hgetCmd(c *Ctx) {
-	h, err := readHash(c, c.Args[1])
+	h, err := readFields(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Err(err)
-		return
-	}
-	if h == nil {
-		c.W.Null()
 		return
 	}
 	if v, ok := h.get(c.Args[2]); ok {
@@ -160,16 +174,14 @@ func hgetCmd(c *Ctx) {
 }
 
 func hmgetCmd(c *Ctx) {
-	h, err := readHash(c, c.Args[1])
+	h, err := readFields(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	c.W.Array(len(c.Args) - 2)
 	for _, f := range c.Args[2:] {
-		if h == nil {
-			c.W.Null()
-		} else if v, ok := h.get(f); ok {
+		if v, ok := h.get(f); ok {
 			c.W.Bulk(v)
 		} else {
 			c.W.Null()
@@ -180,42 +192,31 @@ func hmgetCmd(c *Ctx) {
 func hdelCmd(c *Ctx) { changeEach(c, updateHash, (*hashValue).del) }
 
 func hlenCmd(c *Ctx) {
-	h, err := readHash(c, c.Args[1])
+	n, err := hashType.count(c, c.Args[1])
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	if h == nil {
-		c.W.Int(0)
-		return
-	}
-	c.W.Int(int64(h.len()))
-}
-
-func hstrlenCmd(c *Ctx) {
-	h, err := readHash(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	var n int
-	if h != nil {
-		v, _ := h.get(c.Args[2])
-		n = len(v)
 	}
 	c.W.Int(int64(n))
 }
 
-func hexistsCmd(c *Ctx) {
-	h, err := readHash(c, c.Args[1])
+func hstrlenCmd(c *Ctx) {
+	h, err := readFields(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	found := false
-	if h != nil {
-		_, found = h.get(c.Args[2])
+	v, _ := h.get(c.Args[2])
+	c.W.Int(int64(len(v)))
+}
+
+func hexistsCmd(c *Ctx) {
+	h, err := readFields(c, c.Args[1], c.Args[2:3])
+	if err != nil {
+		c.Err(err)
+		return
 	}
+	_, found := h.get(c.Args[2])
 	c.W.Int(boolInt(found))
 }
 
@@ -256,7 +257,7 @@ func hincrbyCmd(c *Ctx) {
 		return
 	}
 	var out int64
-	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+	err := updateHash(c, c.Args[1], c.Args[2:3], func(h *hashValue, _ bool) (bool, error) {
 		var cur int64
 		if v, ok := h.get(c.Args[2]); ok {
 			if cur, ok = ParseInt(v); !ok {
@@ -288,7 +289,7 @@ func hincrbyfloatCmd(c *Ctx) {
 		return
 	}
 	var out []byte
-	err := updateHash(c, c.Args[1], func(h *hashValue, _ bool) (bool, error) {
+	err := updateHash(c, c.Args[1], c.Args[2:3], func(h *hashValue, _ bool) (bool, error) {
 		cur, _ := ParseLongDouble([]byte("0"))
 		if v, ok := h.get(c.Args[2]); ok {
 			if cur, ok = ParseLongDouble(v); !ok {

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"errors"
+
+	"github.com/lavikdb/lavik/services/data/keyspace"
 )
 
 // A set's value, as stored in its record (keyspace.TypeSet):
@@ -98,3 +100,29 @@ func (s *setValue) encoding() string {
 	}
 	return "intset"
 }
+
+// The grouped layer's view of a set (keyed.go).
+
+func (s *setValue) keys() [][]byte { return s.members }
+func (s *setValue) size(i int) int { return len(s.members[i]) + 1 }
+func (s *setValue) flagBits() byte { return s.flags }
+func (s *setValue) orFlags(f byte) { s.flags |= f }
+
+func (s *setValue) pick(idx []int) *setValue {
+	p := &setValue{flags: s.flags, members: make([][]byte, len(idx))}
+	for n, i := range idx {
+		p.members[n] = s.members[i]
+	}
+	return p
+}
+
+func (s *setValue) absorb(o *setValue) {
+	s.members = append(s.members, o.members...)
+	s.flags |= o.flags
+	s.index = memberIndex{}
+}
+
+var setType = &keyedType[*setValue]{typ: keyspace.TypeSet, format: setFormat, table: setTableEnc, decode: decodeSet,
+	empty: func() *setValue { return &setValue{} }}
+
+func init() { setType.register() }

@@ -45,8 +45,10 @@ func readSet(c *Ctx, key []byte) (*setValue, error) {
 	return s, err
 }
 
-func updateSet(c *Ctx, key []byte, fn func(s *setValue, exists bool) (bool, error)) error {
-	return updateValue(c, key, typeSet, decodeSet, newSet, fn)
+// updateSet runs fn on the set at key inside a transaction: fn gets the part of it that holds
+// members (nil: all of it) and must change no other member (keyedType.update).
+func updateSet(c *Ctx, key []byte, members [][]byte, fn func(s *setValue, exists bool) (bool, error)) error {
+	return setType.update(c, key, members, fn)
 }
 
 // writeSet replies with members as a set (an array in RESP2).
@@ -70,35 +72,31 @@ func smembersCmd(c *Ctx) {
 }
 
 func sismemberCmd(c *Ctx) {
-	s, err := readSet(c, c.Args[1])
+	s, _, err := setType.read(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	c.W.Int(boolInt(s != nil && s.has(c.Args[2])))
+	c.W.Int(boolInt(s.has(c.Args[2])))
 }
 
 func smismemberCmd(c *Ctx) {
-	s, err := readSet(c, c.Args[1])
+	s, _, err := setType.read(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	c.W.Array(len(c.Args) - 2)
 	for _, m := range c.Args[2:] {
-		c.W.Int(boolInt(s != nil && s.has(m)))
+		c.W.Int(boolInt(s.has(m)))
 	}
 }
 
 func scardCmd(c *Ctx) {
-	s, err := readSet(c, c.Args[1])
+	n, err := setType.count(c, c.Args[1])
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	n := 0
-	if s != nil {
-		n = s.len()
 	}
 	c.W.Int(int64(n))
 }
@@ -120,7 +118,7 @@ func spopCmd(c *Ctx) {
 		count = n
 	}
 	var popped [][]byte
-	err := updateSet(c, c.Args[1], func(s *setValue, exists bool) (bool, error) {
+	err := updateSet(c, c.Args[1], nil, func(s *setValue, exists bool) (bool, error) {
 		popped = popped[:0]
 		if !exists || count == 0 {
 			return false, nil
@@ -186,11 +184,15 @@ func smoveCmd(c *Ctx) {
 		if _, ok := tx.Meta(0); !ok {
 			return nil // a missing source moves nothing, whatever the destination holds
 		}
-		sets, err := txValues(tx, 2, typeSet, decodeSet)
+		m := c.Args[3:4]
+		src, _, sg, sd, sjs, err := setType.view(tx, 0, m)
 		if err != nil {
 			return err
 		}
-		src, dst := sets[0], sets[1]
+		dm, dexists := tx.Meta(1)
+		if dexists && dm.Type != typeSet {
+			return ErrWrongType
+		}
 		if string(c.Args[1]) == string(c.Args[2]) {
 			moved = src.has(c.Args[3])
 			return nil
@@ -198,17 +200,16 @@ func smoveCmd(c *Ctx) {
 		if !src.remove(c.Args[3]) {
 			return nil
 		}
-		moved = true
-		srcMeta, _ := tx.Meta(0)
-		if err := putValue(tx, 0, src, srcMeta.ExpireAt, typeSet); err != nil {
+		dst, _, dg, dd, djs, err := setType.view(tx, 1, m)
+		if err != nil {
 			return err
 		}
-		dstMeta, _ := tx.Meta(1)
-		if dst == nil {
-			dst = newSet()
+		moved = true
+		if err := setType.writeBack(c, tx, 0, src, sg, sd, sjs); err != nil {
+			return err
 		}
 		if dst.add(c.Args[3]) {
-			return putValue(tx, 1, dst, dstMeta.ExpireAt, typeSet)
+			return setType.writeBack(c, tx, 1, dst, dg, dd, djs)
 		}
 		return nil
 	})

@@ -227,7 +227,11 @@ func zincrbyCmd(c *Ctx) {
 	c.score(out)
 }
 
-func zremCmd(c *Ctx) { changeEach(c, updateZSet, (*zsetValue).remove) }
+func zremCmd(c *Ctx) {
+	changeEach(c, func(c *Ctx, key []byte, _ [][]byte, fn func(*zsetValue, bool) (bool, error)) error {
+		return updateZSet(c, key, fn)
+	}, (*zsetValue).remove)
+}
 
 func zscoreCmd(c *Ctx) {
 	z, err := readZSet(c, c.Args[1])

@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,8 +104,10 @@ func (m *manifest) encodeDir(dst []byte) []byte {
 	return dst
 }
 
-// decodeDir decodes a grouped value's directory. Its meta and sums alias b.
+// decodeDir decodes a grouped value's directory, into memory of its own (b is often a read's
+// buffer, given back before the directory is done with).
 func decodeDir(b []byte) (*manifest, error) {
+	b = bytes.Clone(b)
 	bad := func(what string) (*manifest, error) {
 		return nil, fmt.Errorf("%w: directory of %d bytes: %s", vlog.ErrCorrupt, len(b), what)
 	}

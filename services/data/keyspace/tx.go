@@ -431,10 +431,6 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding b
 			if err != nil {
 				err = ks.readErr(err)
 			} else {
-				// A copy: the manifest of a grouped value aliases what it was decoded from.
-				if m.g != nil {
-					m, _ = decodeDir(bytes.Clone(val))
-				}
 				k.man, k.manLoc, k.parts, k.dview = m, k.entry.loc(), nil, nil
 			}
 		default:
