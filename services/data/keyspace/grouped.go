@@ -11,7 +11,7 @@ import (
 )
 
 // Grouped values. A value of any type but a string (a hash, set, list, sorted set or stream)
-// whose encoding is longer than Options.groupMin (GroupMin, 32 KiB) is not one record but a
+// whose encoding is longer than Options.GroupThreshold (GroupMin, 32 KiB; the group-threshold setting) is not one record but a
 // directory and groups: each group is a sub-record (vlog.KindSub) of a few KiB, and the
 // directory, an ordinary put record with vlog.FlagDir, names them. It is the same layer as a
 // large string's manifest and chunks (chunked.go), and shares all of its machinery: the
@@ -268,7 +268,7 @@ func GroupTarget(total int64) int {
 }
 
 // GroupMin is the encoded length above which a value that is not a string is grouped.
-func (ks *Keyspace) GroupMin() int { return ks.opts.groupMin }
+func (ks *Keyspace) GroupMin() int { return ks.opts.GroupThreshold }
 
 // Grouped reports whether key i's value is grouped, as the transaction sees it, without reading
 // anything. A value put whole in this transaction is not, until it commits.

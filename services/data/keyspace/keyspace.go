@@ -109,9 +109,9 @@ type Options struct {
 	// than chunkMin bytes (0: ChunkThreshold) are stored in chunks of chunkSize bytes (0:
 	// ChunkSize). A keyspace must be opened with the chunk size its data was written with.
 	chunkMin, chunkSize int
-	// groupMin lets tests group small collections: values not strings longer than groupMin
-	// bytes (0: GroupMin) are grouped (grouped.go).
-	groupMin int
+	// GroupThreshold is the encoded length above which a value not a string (a hash, set, list,
+	// sorted set or stream) is stored grouped (grouped.go); 0 means GroupMin.
+	GroupThreshold int
 	// afterScan, when set (by tests), is called after a collection has read its segment and
 	// before it moves chunked values.
 	afterScan func()
@@ -208,8 +208,8 @@ func Open(opts Options) (*Keyspace, error) {
 	if opts.CheckpointInterval == 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
 	}
-	if opts.groupMin <= 0 {
-		opts.groupMin = GroupMin
+	if opts.GroupThreshold <= 0 {
+		opts.GroupThreshold = GroupMin
 	}
 	if opts.chunkMin <= 0 {
 		opts.chunkMin = ChunkThreshold

@@ -85,7 +85,7 @@ type txKey struct {
 	gplan *manifest
 	gnew  []int
 	// chunkMin is the length above which a string is chunked (Options.chunkMin), groupMin the
-	// one above which another type is grouped (Options.groupMin).
+	// one above which another type is grouped (Options.GroupThreshold).
 	chunkMin, groupMin int
 	// dep is the change the key's state depends on (durable.go), as the attempt found it.
 	dep uint64
@@ -531,7 +531,7 @@ func (tx *Tx) setup(keys []Key) {
 			continue
 		}
 		h := tx.ks.hash(db, key.Key)
-		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin, groupMin: tx.ks.opts.groupMin})
+		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin, groupMin: tx.ks.opts.GroupThreshold})
 		k := &tx.store[len(tx.store)-1]
 		tx.keys[i] = k
 		tx.uniq = append(tx.uniq, k)
@@ -857,7 +857,7 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	s := ks.shardOf(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.groupMin}
+	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.GroupThreshold}
 	if expireAt != 0 && expireAt <= ks.opts.Now() {
 		k.op = opDelete
 	}

@@ -139,6 +139,7 @@ func run(args []string) int {
 		Databases:          int(cfg.Int("databases")),
 		Logger:             log,
 		ReclaimRate:        cfg.Int("reclaim-rate"),
+		GroupThreshold:     int(cfg.Int("group-threshold")),
 		CheckpointInterval: checkpointInterval(cfg.Int("checkpoint-interval-bytes")),
 		RepairCorruption:   cfg.Get("repair-corrupt-log") == "yes",
 	})
