@@ -78,11 +78,14 @@ func (l *listValue) pop(left bool) []byte {
 }
 
 // index resolves a Redis index (negative from the tail) to a position, ok false out of range.
-func (l *listValue) index(i int64) (int, bool) {
+func (l *listValue) index(i int64) (int, bool) { return indexIn(len(l.elems), i) }
+
+// indexIn resolves a Redis index into a list of n elements.
+func indexIn(n int, i int64) (int, bool) {
 	if i < 0 {
-		i += int64(len(l.elems))
+		i += int64(n)
 	}
-	if i < 0 || i >= int64(len(l.elems)) {
+	if i < 0 || i >= int64(n) {
 		return 0, false
 	}
 	return int(i), true
@@ -90,8 +93,11 @@ func (l *listValue) index(i int64) (int, bool) {
 
 // span resolves LRANGE/LTRIM's start and stop to a half-open range [from, to), empty when it
 // selects nothing.
-func (l *listValue) span(start, stop int64) (int, int) {
-	n := int64(len(l.elems))
+func (l *listValue) span(start, stop int64) (int, int) { return spanIn(len(l.elems), start, stop) }
+
+// spanIn is span for a list of n elements.
+func spanIn(n64 int, start, stop int64) (int, int) {
+	n := int64(n64)
 	if start < 0 {
 		start = max(start+n, 0)
 	}

@@ -56,16 +56,14 @@ func updateList(c *Ctx, key []byte, fn func(l *listValue, exists bool) (bool, er
 
 func pushCmd(c *Ctx, left, onlyIfExists bool) {
 	var n int
-	err := updateList(c, c.Args[1], func(l *listValue, exists bool) (bool, error) {
+	err := c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: c.Args[1]}}, func(tx *keyspace.Tx) error {
 		n = 0
-		if onlyIfExists && !exists {
-			return false, nil
+		v, err := openList(tx, 0)
+		if err != nil || onlyIfExists && !v.exists {
+			return err
 		}
-		for _, e := range c.Args[2:] {
-			l.push(e, left)
-		}
-		n = l.len()
-		return true, nil
+		n, err = pushEnd(c, tx, 0, v, left, c.Args[2:]...)
+		return err
 	})
 	if err != nil {
 		c.Err(err)
@@ -96,15 +94,18 @@ func popCmd(c *Ctx, left bool) {
 	}
 	var popped [][]byte
 	found := false
-	err := updateList(c, c.Args[1], func(l *listValue, exists bool) (bool, error) {
-		popped, found = popped[:0], exists
-		if !exists || count == 0 {
-			return false, nil
+	err := c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: c.Args[1]}}, func(tx *keyspace.Tx) error {
+		popped, found = nil, false
+		v, err := openList(tx, 0)
+		if err != nil {
+			return err
 		}
-		for i := int64(0); i < max(count, 1) && l.len() > 0; i++ {
-			popped = append(popped, l.pop(left))
+		found = v.exists
+		if !v.exists || count == 0 {
+			return nil
 		}
-		return true, nil
+		popped, err = popEnd(c, tx, 0, v, left, int(min(count, math.MaxInt32)))
+		return err
 	})
 	switch {
 	case err != nil:
@@ -127,14 +128,14 @@ func lpopCmd(c *Ctx) { popCmd(c, true) }
 func rpopCmd(c *Ctx) { popCmd(c, false) }
 
 func llenCmd(c *Ctx) {
-	l, err := readList(c, c.Args[1])
+	n := 0
+	err := readListView(c, c.Args[1], func(v *listView, _ func(int, int) error) error {
+		n = v.n
+		return nil
+	})
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	n := 0
-	if l != nil {
-		n = l.len()
 	}
 	c.W.Int(int64(n))
 }
@@ -146,18 +147,25 @@ func lrangeCmd(c *Ctx) {
 		c.Err(ErrNotInt)
 		return
 	}
-	l, err := readList(c, c.Args[1])
+	var out [][]byte
+	err := readListView(c, c.Args[1], func(v *listView, load func(int, int) error) error {
+		out = nil
+		from, to := spanIn(v.n, start, stop)
+		if from >= to {
+			return nil
+		}
+		if err := load(from, to); err != nil {
+			return err
+		}
+		out = v.l.elems[from-v.base : to-v.base]
+		return nil
+	})
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	if l == nil {
-		c.W.Array(0)
-		return
-	}
-	from, to := l.span(start, stop)
-	c.W.Array(to - from)
-	for _, e := range l.elems[from:to] {
+	c.W.Array(len(out))
+	for _, e := range out {
 		c.W.Bulk(e)
 	}
 }
@@ -168,36 +176,46 @@ func lindexCmd(c *Ctx) {
 		c.Err(ErrNotInt)
 		return
 	}
-	l, err := readList(c, c.Args[1])
-	if err != nil {
+	var e []byte
+	err := readListView(c, c.Args[1], func(v *listView, load func(int, int) error) error {
+		e = nil
+		p, ok := indexIn(v.n, i)
+		if !ok {
+			return nil
+		}
+		if err := load(p, p+1); err != nil {
+			return err
+		}
+		e = v.at(p)
+		return nil
+	})
+	switch {
+	case err != nil:
 		c.Err(err)
-		return
-	}
-	if l == nil {
+	case e == nil:
 		c.W.Null()
-		return
-	}
-	if p, ok := l.index(i); ok {
-		c.W.Bulk(l.elems[p])
-	} else {
-		c.W.Null()
+	default:
+		c.W.Bulk(e)
 	}
 }
 
 func lsetCmd(c *Ctx) {
-	err := updateList(c, c.Args[1], func(l *listValue, exists bool) (bool, error) {
-		if !exists {
+	err := updateListView(c, c.Args[1], func(tx *keyspace.Tx, v *listView) (bool, error) {
+		if !v.exists {
 			return false, ErrNoSuchKey
 		}
 		i, ok := ParseInt(c.Args[2])
 		if !ok {
 			return false, ErrNotInt
 		}
-		p, ok := l.index(i)
+		p, ok := indexIn(v.n, i)
 		if !ok {
 			return false, Error("ERR index out of range")
 		}
-		l.elems[p] = c.Args[3]
+		if err := v.load(tx, 0, p, p+1); err != nil {
+			return false, err
+		}
+		v.l.elems[p-v.base] = c.Args[3]
 		return true, nil
 	})
 	if err != nil {
@@ -298,15 +316,23 @@ func ltrimCmd(c *Ctx) {
 		c.Err(ErrNotInt)
 		return
 	}
-	err := updateList(c, c.Args[1], func(l *listValue, exists bool) (bool, error) {
-		if !exists {
+	err := updateListView(c, c.Args[1], func(tx *keyspace.Tx, v *listView) (bool, error) {
+		if !v.exists {
 			return false, nil
 		}
-		from, to := l.span(start, stop)
-		if from == 0 && to == l.len() {
+		from, to := spanIn(v.n, start, stop)
+		if from == 0 && to == v.n {
 			return false, nil
 		}
-		l.elems = l.elems[from:to]
+		if from >= to {
+			v.l, v.grouped = newList(), false // all of it goes
+			return true, nil
+		}
+		if err := v.load(tx, 0, from, to); err != nil {
+			return false, err
+		}
+		v.l.elems = v.l.elems[from-v.base : to-v.base]
+		v.keepOut = true
 		return true, nil
 	})
 	if err != nil {
@@ -429,29 +455,28 @@ func move(c *Ctx, src, dst []byte, fromLeft, toLeft bool) (moved []byte, err err
 		if m, ok := tx.Meta(0); !ok || c.Retrying && m.Type != typeList {
 			return nil
 		}
-		lists, err := txValues(tx, 2, typeList, decodeList)
+		sv, err := openList(tx, 0)
 		if err != nil {
 			return err
 		}
-		same := string(src) == string(dst)
-		sl, dl := lists[0], lists[1]
-		e := sl.pop(fromLeft)
-		moved = e
-		if same {
-			sl.push(e, toLeft)
-			m, _ := tx.Meta(0)
-			return putValue(tx, 0, sl, m.ExpireAt, typeList)
+		if string(src) != string(dst) {
+			// WRONGTYPE for the destination before anything changes, as Redis checks it.
+			if dm, ok := tx.Meta(1); ok && dm.Type != typeList {
+				return ErrWrongType
+			}
 		}
-		m, _ := tx.Meta(0)
-		if err := putValue(tx, 0, sl, m.ExpireAt, typeList); err != nil {
+		popped, err := popEnd(c, tx, 0, sv, fromLeft, 1)
+		if err != nil {
 			return err
 		}
-		if dl == nil {
-			dl = newList()
+		moved = popped[0]
+		// The destination opened after the source was stored: the same list sees the pop.
+		dv, err := openList(tx, 1)
+		if err != nil {
+			return err
 		}
-		dl.push(e, toLeft)
-		dm, _ := tx.Meta(1)
-		return putValue(tx, 1, dl, dm.ExpireAt, typeList)
+		_, err = pushEnd(c, tx, 1, dv, toLeft, moved)
+		return err
 	})
 	return moved, err
 }
@@ -534,10 +559,24 @@ func lmpopKeys(at int) func([][]byte) ([]int, error) {
 // mpop pops up to count elements from the first non-empty list of keys: its name and the
 // elements, or a nil key when every list is missing (popFirst).
 func mpop(c *Ctx, keys [][]byte, left bool, count int64) (key []byte, popped [][]byte, err error) {
-	key, err = popFirst(c, keys, typeList, decodeList, func() { popped = nil }, func(l *listValue) {
-		for n := int64(0); n < count && l.len() > 0; n++ {
-			popped = append(popped, l.pop(left))
+	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
+		key, popped = nil, nil
+		for i := range keys {
+			m, ok := tx.Meta(i)
+			if !ok || c.Retrying && m.Type != typeList {
+				continue
+			}
+			v, err := openList(tx, i)
+			if err != nil {
+				return err
+			}
+			if popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32))); err != nil {
+				return err
+			}
+			key = keys[i]
+			return nil
 		}
+		return nil
 	})
 	return key, popped, err
 }
