@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -103,7 +104,9 @@ func (m *manifest) encodeDir(dst []byte) []byte {
 	return dst
 }
 
-// decodeDir decodes a grouped value's directory. Its meta and sums alias b.
+// decodeDir decodes a grouped value's directory. Its meta and sums are in a copy of b: callers
+// decode records whose buffers go back to the log's pool when the read is released (a reader's
+// Value, the collector's rewrite of the directory), while the directory is used after that.
 func decodeDir(b []byte) (*manifest, error) {
 	bad := func(what string) (*manifest, error) {
 		return nil, fmt.Errorf("%w: directory of %d bytes: %s", vlog.ErrCorrupt, len(b), what)
@@ -111,6 +114,7 @@ func decodeDir(b []byte) (*manifest, error) {
 	if len(b) < dirHeader || b[0] != dirMagic {
 		return bad("no header")
 	}
+	b = bytes.Clone(b)
 	count := int(binary.LittleEndian.Uint32(b[17:]))
 	metaLen := int(binary.LittleEndian.Uint32(b[21:]))
 	p := b[dirHeader:]
