@@ -104,16 +104,17 @@ func (m *manifest) encodeDir(dst []byte) []byte {
 	return dst
 }
 
-// decodeDir decodes a grouped value's directory, into memory of its own (b is often a read's
-// buffer, given back before the directory is done with).
+// decodeDir decodes a grouped value's directory. Its meta and sums are in a copy of b: callers
+// decode records whose buffers go back to the log's pool when the read is released (a reader's
+// Value, the collector's rewrite of the directory), while the directory is used after that.
 func decodeDir(b []byte) (*manifest, error) {
-	b = bytes.Clone(b)
 	bad := func(what string) (*manifest, error) {
 		return nil, fmt.Errorf("%w: directory of %d bytes: %s", vlog.ErrCorrupt, len(b), what)
 	}
 	if len(b) < dirHeader || b[0] != dirMagic {
 		return bad("no header")
 	}
+	b = bytes.Clone(b)
 	count := int(binary.LittleEndian.Uint32(b[17:]))
 	metaLen := int(binary.LittleEndian.Uint32(b[21:]))
 	p := b[dirHeader:]
