@@ -407,6 +407,26 @@ func (k *txKey) groupsPlan() (*manifest, []int) {
 	return m, fresh
 }
 
+// plannedDirSize is the size of the directory PutGroups will write for k (groupsPlan's, made
+// without it).
+func (k *txKey) plannedDirSize() int {
+	d := k.gview
+	g := &groupDir{meta: d.Meta, ids: make([]uint64, len(d.Groups)), lens: make([]int, len(d.Groups)), sums: make([][]byte, len(d.Groups))}
+	if k.manValid() && k.man.g != nil {
+		g.next = k.man.g.next
+	}
+	for j, gr := range d.Groups {
+		g.sums[j], g.lens[j] = gr.Sum, gr.Len
+		if gr.from >= 0 && k.manValid() && k.man.g != nil {
+			g.ids[j] = k.man.g.ids[gr.from]
+		} else {
+			g.ids[j] = g.next
+			g.next++
+		}
+	}
+	return dirSize(g)
+}
+
 // groupsLocked commits k's grouped value (PutGroups, or a put of a large value of a type not a
 // string): the new groups, then the directory. Over a directory of the same object, the old
 // directory and exactly the groups the new one no longer names are dead; over anything else, the

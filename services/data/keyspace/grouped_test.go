@@ -16,7 +16,7 @@ import (
 // groupTestOpts are testOpts in which values not strings longer than groupMin bytes are grouped.
 func groupTestOpts(fs vfs.FS, clk *testClock, groupMin int) Options {
 	opts := testOpts(fs, clk)
-	opts.groupMin = groupMin
+	opts.GroupThreshold = groupMin
 	return opts
 }
 

@@ -14,11 +14,15 @@ type Meta struct {
 	Type     uint8
 	Raw      bool  // written by an in-place edit (see RawHint)
 	ExpireAt int64 // unix ms, 0 = none
-	Len      int   // value length in bytes
+	// Len is the value's length in bytes; of a grouped value (Grouped), its directory's size.
+	Len int
+	// Grouped says the value is stored as groups and a directory (grouped.go): it is large.
+	Grouped bool
 }
 
 func (e *entry) metaOf() Meta {
-	return Meta{Type: e.vtype(), Raw: e.raw(), ExpireAt: e.expireAt, Len: int(e.vlen)}
+	return Meta{Type: e.vtype(), Raw: e.raw(), ExpireAt: e.expireAt, Len: int(e.vlen),
+		Grouped: e.chunked() && e.vtype() != TypeString}
 }
 
 func (e *entry) expired(now int64) bool { return e.expireAt != 0 && e.expireAt <= now }

@@ -126,7 +126,7 @@ func (k *txKey) meta() (Meta, bool) {
 	case opEdit:
 		return Meta{Type: k.vtype &^ RawHint, Raw: k.vtype&RawHint != 0, ExpireAt: k.expireAt, Len: int(k.elen)}, true
 	case opGroups:
-		return Meta{Type: k.vtype &^ RawHint, ExpireAt: k.expireAt, Len: int(k.gview.Bytes())}, true
+		return Meta{Type: k.vtype &^ RawHint, ExpireAt: k.expireAt, Len: k.plannedDirSize(), Grouped: true}, true
 	}
 	m := k.entry.metaOf()
 	if k.op == opExpire {

@@ -278,10 +278,12 @@ func (c *conn) heavy(args [][]byte) bool {
 	return false
 }
 
-// longValue reports whether key's value is longer than heavyValue.
+// longValue reports whether key's value is longer than heavyValue, or grouped: a command on a
+// grouped collection reads its directory and groups from the disk, which the loop does not wait
+// for.
 func (c *conn) longValue(key []byte) bool {
 	m, ok := c.s.ks.Lookup(nil, c.ctx.DB(), key)
-	return ok && m.Len > heavyValue
+	return ok && (m.Len > heavyValue || m.Grouped)
 }
 
 // flushMid is commands.Ctx.Flush for a detached command: a long reply goes to the client once
