@@ -142,42 +142,6 @@ func dbKeys(c *Ctx, keys [][]byte) []kspKey {
 	return ks
 }
 
-// popFirst pops from the first of keys that holds a collection of type typ, in one
-// transaction: take removes from it what it pops (at least one element: a collection is never
-// empty), and it is written back, or removed when emptied. key is that key, nil when every key
-// is missing; another type is WRONGTYPE as soon as it is reached. reset runs before each attempt
-// of the transaction, so that take's results are those of the attempt that commits.
-func popFirst[T collection](c *Ctx, keys [][]byte, typ uint8, decode func([]byte) (T, error), reset func(), take func(v T)) (key []byte, err error) {
-	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
-		key = nil
-		reset()
-		for i := range keys {
-			m, ok := tx.Meta(i)
-			if !ok {
-				continue
-			}
-			if m.Type != typ {
-				if c.Retrying {
-					continue
-				}
-				return ErrWrongType
-			}
-			b, _, err := tx.Value(i)
-			if err != nil {
-				return err
-			}
-			v, err := decode(b)
-			if err != nil {
-				return err
-			}
-			take(v)
-			key = keys[i]
-			return putValue(tx, i, v, m.ExpireAt, typ)
-		}
-		return nil
-	})
-	return key, err
-}
 
 // randArgs parses the count and the WITHVALUES or WITHSCORES word (with) of HRANDFIELD,
 // SRANDMEMBER (with "") and ZRANDMEMBER, as Redis does; ok false when it replied an error.

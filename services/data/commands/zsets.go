@@ -147,7 +147,11 @@ pairs:
 	var count int64
 	var result float64
 	aborted := false
-	err := updateZSet(c, c.Args[1], func(z *zsetValue, exists bool) (bool, error) {
+	members := make([][]byte, 0, len(scores))
+	for k := range scores {
+		members = append(members, c.Args[i+2*k+1])
+	}
+	err := updateZMembers(c, c.Args[1], members, func(z *zsetValue, exists bool) (bool, error) {
 		count, aborted = 0, false
 		changed := false
 		for k, s := range scores {
@@ -205,7 +209,7 @@ func zincrbyCmd(c *Ctx) {
 		return
 	}
 	var out float64
-	err := updateZSet(c, c.Args[1], func(z *zsetValue, _ bool) (bool, error) {
+	err := updateZMembers(c, c.Args[1], c.Args[3:4], func(z *zsetValue, _ bool) (bool, error) {
 		cur, had := z.score(c.Args[3])
 		out = incr // a new member's score is the increment itself: -0 stays -0
 		if had {
@@ -228,53 +232,59 @@ func zincrbyCmd(c *Ctx) {
 }
 
 func zremCmd(c *Ctx) {
-	changeEach(c, func(c *Ctx, key []byte, _ [][]byte, fn func(*zsetValue, bool) (bool, error)) error {
-		return updateZSet(c, key, fn)
-	}, (*zsetValue).remove)
+	changeEach(c, updateZMembers, (*zsetValue).remove)
+}
+
+// zscores reads the scores of members of the sorted set at key (only their groups of a grouped
+// one).
+func zscores(c *Ctx, key []byte, members [][]byte) (map[string]float64, error) {
+	var sc map[string]float64
+	err := readZ(c, key, func(v *zview) error {
+		var err error
+		sc, err = v.scores(members)
+		return err
+	})
+	return sc, err
 }
 
 func zscoreCmd(c *Ctx) {
-	z, err := readZSet(c, c.Args[1])
+	sc, err := zscores(c, c.Args[1], c.Args[2:3])
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	if z != nil {
-		if s, ok := z.score(c.Args[2]); ok {
-			c.score(s)
-			return
-		}
+	if s, ok := sc[string(c.Args[2])]; ok {
+		c.score(s)
+		return
 	}
 	c.W.Null()
 }
 
 func zmscoreCmd(c *Ctx) {
-	z, err := readZSet(c, c.Args[1])
+	sc, err := zscores(c, c.Args[1], c.Args[2:])
 	if err != nil {
 		c.Err(err)
 		return
 	}
 	c.W.Array(len(c.Args) - 2)
 	for _, m := range c.Args[2:] {
-		if z != nil {
-			if s, ok := z.score(m); ok {
-				c.score(s)
-				continue
-			}
+		if s, ok := sc[string(m)]; ok {
+			c.score(s)
+			continue
 		}
 		c.W.Null()
 	}
 }
 
 func zcardCmd(c *Ctx) {
-	z, err := readZSet(c, c.Args[1])
+	n := 0
+	err := readZ(c, c.Args[1], func(v *zview) error {
+		n = v.n
+		return nil
+	})
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	n := 0
-	if z != nil {
-		n = z.len()
 	}
 	c.W.Int(int64(n))
 }
@@ -286,34 +296,37 @@ func zcountGeneric(c *Ctx, kind int) {
 		c.Err(err)
 		return
 	}
-	z, err := readZSet(c, c.Args[1])
+	n := 0
+	err = readZ(c, c.Args[1], func(v *zview) error {
+		items, err := v.selectRange(sp)
+		n = len(items)
+		return err
+	})
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	n := 0
-	if z != nil {
-		n = len(z.selectRange(sp))
 	}
 	c.W.Int(int64(n))
 }
 
 func zrankGeneric(c *Ctx, rev bool) {
-	z, err := readZSet(c, c.Args[1])
-	if err != nil {
-		c.Err(err)
-		return
-	}
-	if z != nil {
-		if r, ok := z.rank(c.Args[2]); ok {
-			if rev {
-				r = z.len() - 1 - r
-			}
-			c.W.Int(int64(r))
-			return
+	r, found := 0, false
+	err := readZ(c, c.Args[1], func(v *zview) error {
+		var err error
+		r, found, err = v.rankOf(c.Args[2])
+		if rev {
+			r = v.n - 1 - r
 		}
+		return err
+	})
+	switch {
+	case err != nil:
+		c.Err(err)
+	case found:
+		c.W.Int(int64(r))
+	default:
+		c.W.Null()
 	}
-	c.W.Null()
 }
 
 func zrankCmd(c *Ctx)    { zrankGeneric(c, false) }
@@ -472,15 +485,17 @@ func zrangeGeneric(c *Ctx, kind int, rev bool) {
 		c.Err(err)
 		return
 	}
-	z, err := readZSet(c, c.Args[1])
+	var items []zitem
+	err = readZ(c, c.Args[1], func(v *zview) error {
+		var err error
+		items, err = v.selectRange(sp)
+		return err
+	})
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	if z == nil {
-		z = newZSet()
-	}
-	writeItems(c, z.selectRange(sp), sp.withScores)
+	writeItems(c, items, sp.withScores)
 }
 
 func zrangeCmd(c *Ctx)           { zrangeGeneric(c, rangeRank, false) }
@@ -559,15 +574,24 @@ func zremrangebylexCmd(c *Ctx)   { zremRange(c, rangeLex) }
 // zpop pops up to count items (the lowest scores, or the highest with max) from the first
 // non-empty sorted set of keys: its key and the items, or a nil key (popFirst).
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zitem, err error) {
-	key, err = popFirst(c, keys, typeZSet, decodeZSet, func() { items = nil }, func(z *zsetValue) {
-		for n := int64(0); n < count && z.len() > 0; n++ {
-			j := 0
-			if max {
-				j = z.len() - 1
+	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
+		key, items = nil, nil
+		for i := range keys {
+			m, ok := tx.Meta(i)
+			if !ok || c.Retrying && m.Type != typeZSet {
+				continue
 			}
-			items = append(items, z.items[j])
-			z.removeRange(j, j+1)
+			v, err := openZ(tx, i)
+			if err != nil {
+				return err
+			}
+			if items, err = v.pop(max, int(min(count, math.MaxInt32))); err != nil {
+				return err
+			}
+			key = keys[i]
+			return v.store(c)
 		}
+		return nil
 	})
 	return key, items, err
 }
