@@ -142,7 +142,6 @@ func dbKeys(c *Ctx, keys [][]byte) []kspKey {
 	return ks
 }
 
-
 // randArgs parses the count and the WITHVALUES or WITHSCORES word (with) of HRANDFIELD,
 // SRANDMEMBER (with "") and ZRANDMEMBER, as Redis does; ok false when it replied an error.
 func randArgs(c *Ctx, with string) (count int64, withValues, ok bool) {

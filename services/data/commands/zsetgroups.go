@@ -181,9 +181,9 @@ type zview struct {
 	d       *keyspace.Directory
 	n       int
 	flags   byte
-	chunks  int      // order chunks: groups [0, chunks); member groups after
-	starts  []int    // the rank of each chunk's first item, and n
-	firsts  []zitem  // each chunk's first item
+	chunks  int     // order chunks: groups [0, chunks); member groups after
+	starts  []int   // the rank of each chunk's first item, and n
+	firsts  []zitem // each chunk's first item
 	members keyspace.Directory
 	// Loaded and changed groups, by index in d.
 	got   map[int]*zsetValue
