@@ -114,6 +114,15 @@ type streamValue struct {
 	maxDeleted   streamID
 	entries      []streamEntry  // by id
 	groups       []*streamGroup // by name
+	// part, for a part of a grouped stream (streamgrouped.go): entries are only some of the
+	// stream's, and part says what the whole has.
+	part *streamPart
+}
+
+// streamPart is what a part of a grouped stream knows of the whole: its length and first id.
+type streamPart struct {
+	n     int
+	first streamID
 }
 
 func newStream() *streamValue { return &streamValue{} }
@@ -121,7 +130,18 @@ func newStream() *streamValue { return &streamValue{} }
 // len is never 0: an empty stream is still a key (putValue removes empty collections).
 func (s *streamValue) len() int { return len(s.entries) + 1 }
 
+// count is the stream's length: its entries', or a part's whole stream's (streamgrouped.go).
+func (s *streamValue) count() int {
+	if s.part != nil {
+		return s.part.n
+	}
+	return len(s.entries)
+}
+
 func (s *streamValue) firstID() streamID {
+	if s.part != nil {
+		return s.part.first
+	}
 	if len(s.entries) == 0 {
 		return streamID{}
 	}
@@ -453,7 +473,7 @@ func (s *streamValue) estimateEntriesRead(id streamID) int64 {
 	if s.entriesAdded == 0 {
 		return 0
 	}
-	if len(s.entries) == 0 && id.cmp(s.lastID) < 1 {
+	if s.count() == 0 && id.cmp(s.lastID) < 1 {
 		return int64(s.entriesAdded)
 	}
 	switch c := id.cmp(s.lastID); {
@@ -466,9 +486,9 @@ func (s *streamValue) estimateEntriesRead(id streamID) int64 {
 	if s.maxDeleted.isZero() || s.maxDeleted.less(first) {
 		switch c := id.cmp(first); {
 		case c < 0:
-			return int64(s.entriesAdded) - int64(len(s.entries))
+			return int64(s.entriesAdded) - int64(s.count())
 		case c == 0:
-			return int64(s.entriesAdded) - int64(len(s.entries)) + 1
+			return int64(s.entriesAdded) - int64(s.count()) + 1
 		}
 	}
 	return streamInvalidEntriesRead
@@ -476,7 +496,7 @@ func (s *streamValue) estimateEntriesRead(id streamID) int64 {
 
 // hasTombstones is Redis's streamRangeHasTombstones for the range from start to the end.
 func (s *streamValue) hasTombstones(start streamID) bool {
-	if len(s.entries) == 0 || s.maxDeleted.isZero() {
+	if s.count() == 0 || s.maxDeleted.isZero() {
 		return false
 	}
 	if s.maxDeleted.less(s.firstID()) {

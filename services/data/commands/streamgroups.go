@@ -240,18 +240,31 @@ func xreadgroupCmd(c *Ctx) {
 	history := make([]bool, len(a.keys))
 	serve := make([]bool, len(a.keys))
 	for i, key := range a.keys {
-		s, err := readStream(c, key)
+		var g *streamGroup
+		var last streamID
+		exists := false
+		err := readS(c, key, func(v *sview) error {
+			g, exists = nil, v.exists
+			if !v.exists {
+				return nil
+			}
+			if err := v.groups(); err != nil {
+				return err
+			}
+			if g = v.value(nil).group(a.group); g == nil || string(a.ids[i]) != ">" {
+				return nil
+			}
+			var err error
+			last, err = v.lastEntry()
+			return err
+		})
 		switch {
-		case c.Retrying && (s == nil || err == ErrWrongType):
+		case c.Retrying && (!exists || err == ErrWrongType):
 			c.Err(Error("UNBLOCKED the stream key no longer exists"))
 			return
 		case err != nil:
 			c.Err(err)
 			return
-		}
-		var g *streamGroup
-		if s != nil {
-			g = s.group(a.group)
 		}
 		switch {
 		case g == nil && c.Retrying:
@@ -267,8 +280,7 @@ func xreadgroupCmd(c *Ctx) {
 			return
 		case ">":
 			// Served now when the stream has entries after the group's last delivered one.
-			n := len(s.entries)
-			serve[i] = n > 0 && g.lastID.less(s.entries[n-1].id)
+			serve[i] = !last.isZero() && g.lastID.less(last)
 		default:
 			if after[i], err = parseStreamID(id, 0, true, nil); err != nil {
 				c.Err(err)
@@ -283,11 +295,14 @@ func xreadgroupCmd(c *Ctx) {
 			continue
 		}
 		r := streamResult{key: key, history: history[i]}
-		err := updateStream(c, key, func(s *streamValue, exists bool) (bool, error) {
+		err := updateS(c, key, func(v *sview) (bool, error) {
 			r.entries, r.ids = r.entries[:0], r.ids[:0]
 			var g *streamGroup
-			if exists {
-				g = s.group(a.group)
+			if v.exists {
+				if err := v.groups(); err != nil {
+					return false, err
+				}
+				g = v.value(nil).group(a.group)
 			}
 			if g == nil {
 				return false, Error("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(a.group) + "' in XREADGROUP with GROUP option")
@@ -306,22 +321,30 @@ func xreadgroupCmd(c *Ctx) {
 					if p.consumer != cons.name {
 						continue
 					}
-					var e *streamEntry
-					if k := s.search(p.id); k < len(s.entries) && s.entries[k].id == p.id {
-						e = &s.entries[k]
+					e, err := v.entry(p.id)
+					if err != nil {
+						return false, err
+					}
+					if e != nil {
 						p.deliveryTime = now
 						p.deliveryCount++
 					}
 					r.ids = append(r.ids, p.id)
 					r.entries = append(r.entries, e)
 				}
+				v.cgDirty = true
 				return true, nil
 			}
+			v.cgDirty = true
 			start, ok := g.lastID.next()
 			if !ok {
 				return true, nil
 			}
-			r.entries = s.streamRange(start, maxStreamID, a.count, false)
+			var err error
+			if r.entries, err = v.rangeEntries(start, maxStreamID, a.count, false); err != nil {
+				return false, err
+			}
+			s := v.value(nil)
 			for _, e := range r.entries {
 				s.delivered(g, e.id)
 				if !a.noack {
@@ -356,9 +379,15 @@ func lookupGroup(s *streamValue, exists bool, name []byte) *streamGroup {
 
 func xackCmd(c *Ctx) {
 	n := 0
-	err := updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
+	err := updateS(c, c.Args[1], func(v *sview) (bool, error) {
 		n = 0
-		g := lookupGroup(s, exists, c.Args[2])
+		if !v.exists {
+			return false, nil
+		}
+		if err := v.groups(); err != nil {
+			return false, err
+		}
+		g := v.value(nil).group(c.Args[2])
 		if g == nil {
 			return false, nil
 		}
@@ -375,6 +404,7 @@ func xackCmd(c *Ctx) {
 				n++
 			}
 		}
+		v.cgDirty = n > 0
 		return n > 0, nil
 	})
 	if err != nil {

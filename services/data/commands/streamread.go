@@ -156,47 +156,54 @@ func xreadCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	streams := make([]*streamValue, len(a.keys))
 	after := make([]streamID, len(a.keys))
 	dollar := false
-	for i, key := range a.keys {
-		if streams[i], err = readStream(c, key); err != nil {
-			if c.Retrying && err == ErrWrongType {
-				// A blocked XREAD keeps waiting on a key that now holds another type, as
-				// Redis's does.
-				streams[i], err = nil, nil
-			} else {
-				c.Err(err)
-				return
-			}
-		}
-		switch id := a.ids[i]; {
-		case string(id) == "$":
-			dollar = true
-			if streams[i] != nil {
-				after[i] = streams[i].lastID
-			}
-		case string(id) == ">":
-			c.Err(Error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."))
-			return
-		default:
-			if after[i], err = parseStreamID(id, 0, true, nil); err != nil {
-				c.Err(err)
-				return
-			}
-		}
-	}
 	var rs []streamResult
-	for i, s := range streams {
-		if s == nil {
-			continue
+	for i, key := range a.keys {
+		var es []*streamEntry
+		id := a.ids[i]
+		// after resolves the key's id: the stream's last id for "$" (exists false: none).
+		resolve := func(last streamID, exists bool) error {
+			switch {
+			case string(id) == "$":
+				dollar = true
+				if exists {
+					after[i] = last
+				}
+			case string(id) == ">":
+				return Error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
+			default:
+				var err error
+				if after[i], err = parseStreamID(id, 0, true, nil); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		start, ok := after[i].next()
-		if !ok {
-			continue
+		err := readS(c, key, func(v *sview) error {
+			es = nil
+			if err := resolve(v.header().lastID, v.exists); err != nil || !v.exists {
+				return err
+			}
+			start, ok := after[i].next()
+			if !ok {
+				return nil
+			}
+			var err error
+			es, err = v.rangeEntries(start, maxStreamID, a.count, false)
+			return err
+		})
+		if c.Retrying && err == ErrWrongType {
+			// A blocked XREAD keeps waiting on a key that now holds another type, as Redis's
+			// does.
+			err = resolve(streamID{}, false)
 		}
-		if es := s.streamRange(start, maxStreamID, a.count, false); len(es) > 0 {
-			rs = append(rs, streamResult{key: a.keys[i], entries: es})
+		if err != nil {
+			c.Err(err)
+			return
+		}
+		if len(es) > 0 {
+			rs = append(rs, streamResult{key: key, entries: es})
 		}
 	}
 	if len(rs) > 0 {

@@ -302,23 +302,25 @@ func xaddCmd(c *Ctx) {
 	}
 	var id streamID
 	created := false
-	err = updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
-		created = exists || !a.noMkStream
+	err = updateS(c, c.Args[1], func(v *sview) (bool, error) {
+		created = v.exists || !a.noMkStream
 		if !created {
 			return false, nil
 		}
-		if s.lastID == maxStreamID {
+		h := v.header()
+		if h.lastID == maxStreamID {
 			return false, errStreamExhausted
 		}
 		var err error
-		if id, err = nextStreamID(s, &a); err != nil {
+		if id, err = nextStreamID(h, &a); err != nil {
 			return false, err
 		}
 		fields := make([][]byte, len(c.Args)-at-1)
 		copy(fields, c.Args[at+1:])
-		s.append(id, fields)
-		a.trim(s)
-		return true, nil
+		if err := v.appendEntry(id, fields); err != nil {
+			return false, err
+		}
+		return true, v.trim(&a)
 	})
 	switch {
 	case err != nil:
@@ -331,14 +333,14 @@ func xaddCmd(c *Ctx) {
 }
 
 func xlenCmd(c *Ctx) {
-	s, err := readStream(c, c.Args[1])
+	n := 0
+	err := readS(c, c.Args[1], func(v *sview) error {
+		n = v.n
+		return nil
+	})
 	if err != nil {
 		c.Err(err)
 		return
-	}
-	n := 0
-	if s != nil {
-		n = len(s.entries)
 	}
 	c.W.Int(int64(n))
 }
@@ -425,19 +427,28 @@ func xrangeGeneric(c *Ctx, rev bool) {
 			return
 		}
 	}
-	s, err := readStream(c, c.Args[1])
+	var es []*streamEntry
+	exists := false
+	err = readS(c, c.Args[1], func(v *sview) error {
+		exists = v.exists
+		if !exists || count == 0 {
+			return nil
+		}
+		var err error
+		es, err = v.rangeEntries(start, end, max(count, 0), rev)
+		return err
+	})
 	switch {
 	case err != nil:
 		c.Err(err)
 		return
-	case s == nil:
+	case !exists:
 		c.W.Array(0)
 		return
 	case count == 0:
 		c.W.NullArray()
 		return
 	}
-	es := s.streamRange(start, end, max(count, 0), rev)
 	c.W.Array(len(es))
 	for _, e := range es {
 		writeEntry(c, e)
