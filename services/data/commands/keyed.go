@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,20 +116,48 @@ func (kt *keyedType[T]) split(val []byte) (*keyspace.Directory, bool) {
 func byHash[T keyed[T]](v T) ([]int, []uint64) {
 	ms := v.keys()
 	hs := make([]uint64, len(ms))
-	idx := make([]int, len(ms))
 	for i, m := range ms {
-		hs[i], idx[i] = memberHash(m), i
+		hs[i] = memberHash(m)
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case hs[a] < hs[b]:
-			return -1
-		case hs[a] > hs[b]:
-			return 1
+	return sortByHash(hs), hs
+}
+
+// sortByHash returns the positions 0..len(hs)-1 ordered by hs.
+func sortByHash(hs []uint64) []int {
+	idx := make([]int, len(hs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(hs[a], hs[b]) })
+	return idx
+}
+
+// prefetched reports whether the server read key whole for the command (Ctx.Pre): a value that
+// is not grouped, or a missing key.
+func prefetched(c *Ctx, key []byte) bool {
+	p := c.Pre
+	return p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge)
+}
+
+// readCollection runs fn on a view of the collection of type typ at key for a command that only
+// reads it: made by whole of the prefetched value (prefetched), or else by open in a transaction
+// that writes nothing.
+func readCollection[T collection, V any](c *Ctx, key []byte, typ uint8, decode func([]byte) (T, error),
+	whole func(v T, found bool) V, open func(tx *keyspace.Tx, i int) (V, error), fn func(V) error) error {
+	if prefetched(c, key) {
+		v, found, err := readValue(c, key, typ, decode)
+		if err != nil {
+			return err
 		}
-		return 0
+		return fn(whole(v, found))
+	}
+	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
+		v, err := open(tx, 0)
+		if err != nil {
+			return err
+		}
+		return fn(v)
 	})
-	return idx, hs
 }
 
 // appendGroups appends to d the members idx of v (sorted by hash) as groups of about target
@@ -357,7 +386,7 @@ func (kt *keyedType[T]) putPart(c *Ctx, tx *keyspace.Tx, i int, d *keyspace.Dire
 // false when the key is missing. A prefetched value (Ctx.Pre), never a grouped one, is used as
 // is.
 func (kt *keyedType[T]) read(c *Ctx, key []byte, ms [][]byte) (v T, found bool, err error) {
-	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge) {
+	if prefetched(c, key) {
 		if v, found, err = readValue(c, key, kt.typ, kt.decode); err == nil && !found {
 			v = kt.empty()
 		}
@@ -373,7 +402,7 @@ func (kt *keyedType[T]) read(c *Ctx, key []byte, ms [][]byte) (v T, found bool, 
 
 // count is the number of members of the collection at key: from a grouped one's directory.
 func (kt *keyedType[T]) count(c *Ctx, key []byte) (int, error) {
-	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge) {
+	if prefetched(c, key) {
 		v, found, err := readValue(c, key, kt.typ, kt.decode)
 		if err != nil || !found {
 			return 0, err

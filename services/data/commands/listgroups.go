@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -268,26 +267,19 @@ func (v *listView) store(c *Ctx, tx *keyspace.Tx, i int) error {
 	return tx.PutGroups(i, nd, m.ExpireAt, typeList)
 }
 
-// readListView runs fn on the list at key for a command that only reads it, with load to make the
-// window cover what it needs (a no-op unless the list is grouped). A prefetched value (Ctx.Pre),
-// never a grouped one, is used as is.
+// readListView runs fn on the list at key for a command that only reads it (readCollection),
+// with load to make the window cover what it needs (a no-op unless the list is grouped).
 func readListView(c *Ctx, key []byte, fn func(v *listView, load func(from, to int) error) error) error {
-	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge) {
-		l, found, err := readValue(c, key, typeList, decodeList)
-		if err != nil {
-			return err
+	var tx *keyspace.Tx
+	return readCollection(c, key, typeList, decodeList, func(l *listValue, found bool) *listView {
+		if !found {
+			return &listView{l: newList()}
 		}
-		v := &listView{exists: found, l: newList()}
-		if found {
-			v.l, v.n = l, l.len()
-		}
-		return fn(v, func(int, int) error { return nil })
-	}
-	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		v, err := openList(tx, 0)
-		if err != nil {
-			return err
-		}
+		return &listView{exists: true, l: l, n: l.len()}
+	}, func(t *keyspace.Tx, i int) (*listView, error) {
+		tx = t
+		return openList(t, i)
+	}, func(v *listView) error {
 		return fn(v, func(from, to int) error { return v.load(tx, 0, from, to) })
 	})
 }

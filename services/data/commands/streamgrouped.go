@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -499,27 +498,14 @@ func (v *sview) store(c *Ctx) error {
 	return tx.PutGroups(i, nd, m.ExpireAt, typeStream)
 }
 
-// readS runs fn on the stream at key for a command that only reads it; a prefetched value
-// (Ctx.Pre), never a grouped one, is used as is.
+// readS runs fn on the stream at key for a command that only reads it (readCollection).
 func readS(c *Ctx, key []byte, fn func(v *sview) error) error {
-	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge) {
-		s, found, err := readValue(c, key, typeStream, decodeStream)
-		if err != nil {
-			return err
+	return readCollection(c, key, typeStream, decodeStream, func(s *streamValue, found bool) *sview {
+		if !found {
+			return &sview{whole: newStream()}
 		}
-		v := &sview{exists: found, whole: newStream()}
-		if found {
-			v.whole, v.n = s, len(s.entries)
-		}
-		return fn(v)
-	}
-	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		v, err := openS(tx, 0)
-		if err != nil {
-			return err
-		}
-		return fn(v)
-	})
+		return &sview{exists: true, whole: s, n: len(s.entries)}
+	}, openS, fn)
 }
 
 // updateS runs fn on the stream at key in a transaction and stores it when fn reports a change.

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -89,19 +88,10 @@ func cutItems(gs []keyspace.Group, items []zitem, flags byte, target int) []keys
 // says the first of them starts the hash range at 0, else it starts at lo.
 func cutMembers(gs []keyspace.Group, items []zitem, flags byte, target int, lo uint64, first bool) []keyspace.Group {
 	hs := make([]uint64, len(items))
-	idx := make([]int, len(items))
 	for i, it := range items {
-		hs[i], idx[i] = memberHash(it.member), i
+		hs[i] = memberHash(it.member)
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case hs[a] < hs[b]:
-			return -1
-		case hs[a] > hs[b]:
-			return 1
-		}
-		return 0
-	})
+	idx := sortByHash(hs)
 	start, acc := 0, 0
 	emit := func(end int) {
 		run := make([]zitem, 0, end-start)
@@ -625,27 +615,14 @@ func (v *zview) store(c *Ctx) error {
 	return tx.PutGroups(i, nd, m.ExpireAt, typeZSet)
 }
 
-// readZ runs fn on the sorted set at key for a command that only reads it. A prefetched value
-// (Ctx.Pre), never a grouped one, is used as is.
+// readZ runs fn on the sorted set at key for a command that only reads it (readCollection).
 func readZ(c *Ctx, key []byte, fn func(v *zview) error) error {
-	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) && !errors.Is(p.Err, keyspace.ErrLarge) {
-		z, found, err := readValue(c, key, typeZSet, decodeZSet)
-		if err != nil {
-			return err
+	return readCollection(c, key, typeZSet, decodeZSet, func(z *zsetValue, found bool) *zview {
+		if !found {
+			return &zview{whole: newZSet()}
 		}
-		v := &zview{exists: found, whole: newZSet()}
-		if found {
-			v.whole, v.n = z, z.len()
-		}
-		return fn(v)
-	}
-	return c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		v, err := openZ(tx, 0)
-		if err != nil {
-			return err
-		}
-		return fn(v)
-	})
+		return &zview{exists: true, whole: z, n: z.len()}
+	}, openZ, fn)
 }
 
 // updateZMembers runs fn on a sorted set holding the members ms of the set at key as they are
