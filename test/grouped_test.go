@@ -1,0 +1,250 @@
+package test
+
+// End-to-end tests of grouped collections: a hash or set whose encoding is longer than the
+// group-threshold setting is stored as a directory record and groups of a few KiB, so that a
+// command naming a few fields or members reads and writes a constant number of records however
+// large the collection is (checked through INFO's lavik_engine_reads and lavik_log_appends), and
+// whose contents survive clean restarts, kill -9, shrinking below the threshold and growing
+// again, expiry, RENAME, COPY, DEL and transactions.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lavikdb/lavik/test/harness"
+)
+
+// groupedCost is what the server did between two INFO snapshots: reads through the I/O engine,
+// the bytes they read, and records appended to the value log.
+type groupedCost struct {
+	reads, readBytes, appends int64
+}
+
+func (c groupedCost) String() string {
+	return fmt.Sprintf("%d reads (%d bytes), %d appends", c.reads, c.readBytes, c.appends)
+}
+
+// groupedCounters reads the three counters from one INFO all.
+func groupedCounters(t testing.TB, k checker) groupedCost {
+	t.Helper()
+	f := infoFields(k.str("INFO", "all"))
+	var out groupedCost
+	for name, p := range map[string]*int64{
+		"lavik_engine_reads":      &out.reads,
+		"lavik_engine_read_bytes": &out.readBytes,
+		"lavik_log_appends":       &out.appends,
+	} {
+		n, err := strconv.ParseInt(f[name], 10, 64)
+		if err != nil {
+			t.Fatalf("INFO all %s = %q; want an integer", name, f[name])
+		}
+		*p = n
+	}
+	return out
+}
+
+// groupedStep runs one command between two INFO snapshots, checks its reply against want (nil:
+// a null reply; ints as int64, []string as []any, as checker.eq), checks that it read at most
+// maxReads records and appended at most maxAppends, logs the numbers and returns the cost.
+func groupedStep(t *testing.T, k checker, want any, maxReads, maxAppends int64, args ...any) groupedCost {
+	t.Helper()
+	before := groupedCounters(t, k)
+	got, err := k.do(args...)
+	after := groupedCounters(t, k)
+	cost := groupedCost{after.reads - before.reads, after.readBytes - before.readBytes, after.appends - before.appends}
+	t.Logf("%-40s %s", cmdString(args), cost)
+	switch {
+	case want == nil && err != redis.Nil:
+		t.Errorf("%s: got %s, %v; want nil", cmdString(args), short(got), err)
+	case want != nil && err != nil:
+		t.Errorf("%s: unexpected error %v; want %s", cmdString(args), err, short(want))
+	case want != nil && !reflect.DeepEqual(got, normalize(want)):
+		t.Errorf("%s: got %s; want %s", cmdString(args), short(got), short(normalize(want)))
+	}
+	if cost.reads > maxReads || cost.appends > maxAppends {
+		t.Errorf("%s: cost %s; want at most %d reads and %d appends", cmdString(args), cost, maxReads, maxAppends)
+	}
+	return cost
+}
+
+// groupedVal is the value of field i of the big hash: 19 bytes.
+func groupedVal(i int) string { return fmt.Sprintf("val-%07d-abcdef", i) }
+
+func groupedField(i int) string { return fmt.Sprintf("f:%06d", i) }
+
+// groupedHashArgs returns cmd key followed by the fields lo..hi-1 of the big hash and their values.
+func groupedHashArgs(cmd, key string, lo, hi int) []any {
+	args := make([]any, 0, 2+2*(hi-lo))
+	args = append(args, cmd, key)
+	for i := lo; i < hi; i++ {
+		args = append(args, groupedField(i), groupedVal(i))
+	}
+	return args
+}
+
+// groupedBulk runs a command of many arguments and checks that it replies the integer want,
+// naming only its first two arguments in a failure.
+func groupedBulk(t testing.TB, k checker, want int64, args []any) {
+	t.Helper()
+	got, err := k.do(args...)
+	if n, ok := got.(int64); err != nil || !ok || n != want {
+		t.Fatalf("%v %v with %d arguments: got %s, %v; want %d", args[0], args[1], len(args), short(got), err, want)
+	}
+}
+
+// TestGroupedHashConstantRecords builds a 1,000,000-field hash and two 1,000,000-member sets and
+// checks that each command naming one or a few fields or members reads at most the directory
+// and a group (2 records) and appends at most 3 (a group split writes two groups and the
+// directory), HLEN and SCARD the directory alone; SMOVE, which names two keys, twice that.
+// Records still in a shard's in-memory log tail are read without the engine, so a read shows 0
+// or 1 where its records were written just before; the value cache is off, so every other read
+// goes through the engine. The server runs with appendfsync no and the collector off: under
+// everysec and always, the sync loop appends a mark record (vlog.Log.Mark) a second after a
+// shard's last write, which INFO counts in lavik_log_appends and which would land inside a
+// measured command now and then; under no, and without the collector, nothing appends but
+// the commands.
+func TestGroupedHashConstantRecords(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("grouped collections and their INFO counters are Lavik's")
+	}
+	s := harness.Start(t, "--appendfsync", "no", "--reclaim-rate", "0")
+	c := s.ClientOpts(&redis.Options{MaxRetries: -1, ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute})
+	k := newChecker(t, c)
+	const n = 1_000_000
+
+	// Small hash first: one record, so a read is one read and a write one append.
+	small := []any{"HSET", "small"}
+	for i := 0; i < 10; i++ {
+		small = append(small, groupedField(i), groupedVal(i))
+	}
+	k.eq(10, small...)
+	groupedStep(t, k, groupedVal(3), 1, 0, "HGET", "small", groupedField(3))
+	groupedStep(t, k, 1, 1, 1, "HSET", "small", "new", "v")
+	groupedStep(t, k, 0, 1, 1, "HSET", "small", groupedField(4), "v4")
+
+	// A command carries at most 1024*1024 arguments (the RESP reader's multibulk limit, as in
+	// Redis), so the hash is built by one LAVIK.HREPLACE of 500,000 pairs and HSETs of 100,000.
+	start := time.Now()
+	groupedBulk(t, k, 500_000, groupedHashArgs("LAVIK.HREPLACE", "big", 0, 500_000))
+	t.Logf("LAVIK.HREPLACE of 500,000 fields: %v", time.Since(start).Round(time.Millisecond))
+	for lo := 500_000; lo < n; lo += 100_000 {
+		groupedBulk(t, k, 100_000, groupedHashArgs("HSET", "big", lo, lo+100_000))
+	}
+	t.Logf("%d-field hash built in %v", n, time.Since(start).Round(time.Millisecond))
+
+	dir := groupedStep(t, k, n, 1, 0, "HLEN", "big")
+	t.Logf("directory of the %d-field hash: about %d bytes (HLEN's read)", n, dir.readBytes)
+	groupedStep(t, k, groupedVal(123456), 2, 0, "HGET", "big", groupedField(123456))
+	groupedStep(t, k, groupedVal(999999), 2, 0, "HGET", "big", groupedField(999999))
+	groupedStep(t, k, nil, 2, 0, "HGET", "big", "f:missing")
+	groupedStep(t, k, 1, 2, 0, "HEXISTS", "big", groupedField(42))
+	groupedStep(t, k, 0, 2, 0, "HEXISTS", "big", "f:missing")
+	groupedStep(t, k, len(groupedVal(7)), 2, 0, "HSTRLEN", "big", groupedField(7))
+	groupedStep(t, k, []any{groupedVal(5)}, 2, 0, "HMGET", "big", groupedField(5))
+	groupedStep(t, k, []any{groupedVal(1), nil, groupedVal(500000)}, 4, 0,
+		"HMGET", "big", groupedField(1), "f:missing", groupedField(500000))
+
+	groupedStep(t, k, 1, 2, 3, "HSET", "big", "f:new", "new value")
+	groupedStep(t, k, "new value", 2, 0, "HGET", "big", "f:new")
+	groupedStep(t, k, 0, 2, 3, "HSET", "big", groupedField(777), "changed")
+	groupedStep(t, k, "changed", 2, 0, "HGET", "big", groupedField(777))
+	groupedStep(t, k, 0, 2, 3, "HSETNX", "big", groupedField(778), "not set")
+	groupedStep(t, k, 1, 2, 3, "HSETNX", "big", "f:nx", "set")
+	groupedStep(t, k, 1, 2, 3, "HDEL", "big", groupedField(778))
+	groupedStep(t, k, nil, 2, 0, "HGET", "big", groupedField(778))
+	groupedStep(t, k, 0, 2, 3, "HDEL", "big", groupedField(778))
+	groupedStep(t, k, 5, 2, 3, "HINCRBY", "big", "f:counter", 5)
+	groupedStep(t, k, 12, 2, 3, "HINCRBY", "big", "f:counter", 7)
+	groupedStep(t, k, "2.5", 2, 3, "HINCRBYFLOAT", "big", "f:float", "2.5")
+	groupedStep(t, k, n+3, 1, 0, "HLEN", "big") // + f:new, f:nx, f:counter, f:float - 778
+
+	// A few dozen more single-field writes at random, to catch a split or a neighbour's read.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var worst groupedCost
+	for i := 0; i < 40; i++ {
+		f := groupedField(rng.IntN(n))
+		c := groupedStep(t, k, 0, 2, 3, "HSET", "big", f, "rewritten")
+		worst.reads, worst.appends = max(worst.reads, c.reads), max(worst.appends, c.appends)
+		c = groupedStep(t, k, 1, 2, 3, "HSET", "big", f+":x", "added")
+		worst.reads, worst.appends = max(worst.reads, c.reads), max(worst.appends, c.appends)
+	}
+	t.Logf("80 random HSETs on the big hash: at most %d reads and %d appends each", worst.reads, worst.appends)
+	groupedStep(t, k, n+43, 1, 0, "HLEN", "big") // + 40 new fields
+
+	// A hash a little past the default threshold has groups of the least target size (4 KiB),
+	// which split at twice that: grow one field at a time until several have split.
+	mid := map[string]string{}
+	midArgs := []any{"HSET", "mid"}
+	for i := 0; i < 1200; i++ { // about 36 KB
+		mid[groupedField(i)] = groupedVal(i)
+		midArgs = append(midArgs, groupedField(i), groupedVal(i))
+	}
+	groupedBulk(t, k, 1200, midArgs)
+	splits := 0
+	start = time.Now()
+	for i := 1200; i < 3000; i++ {
+		before := groupedCounters(t, k)
+		k.eq(1, "HSET", "mid", groupedField(i), groupedVal(i))
+		after := groupedCounters(t, k)
+		mid[groupedField(i)] = groupedVal(i)
+		reads, appends := after.reads-before.reads, after.appends-before.appends
+		if reads > 2 || appends > 3 {
+			t.Errorf("HSET mid %s (field %d of the hash): %d reads, %d appends; want at most 2 and 3",
+				groupedField(i), i+1, reads, appends)
+		}
+		if appends == 3 {
+			splits++
+		}
+	}
+	t.Logf("1,800 single-field HSETs growing a 1,200-field hash: %d split a group (3 appends), %v",
+		splits, time.Since(start).Round(time.Millisecond))
+	if splits == 0 {
+		t.Errorf("no HSET split a group (3 appends) while a hash grew from 1,200 to 3,000 fields")
+	}
+	checkHash(t, k, "mid", mid)
+
+	// Sets: two of a million members each, built with SADDs of 100,000.
+	start = time.Now()
+	for _, key := range []string{"s1", "s2"} {
+		for lo := 0; lo < n; lo += 100_000 {
+			sargs := make([]any, 0, 2+100_000)
+			sargs = append(sargs, "SADD", key)
+			for i := lo; i < lo+100_000; i++ {
+				sargs = append(sargs, key+":m:"+strconv.Itoa(i))
+			}
+			groupedBulk(t, k, 100_000, sargs)
+		}
+	}
+	t.Logf("two %d-member sets by SADDs of 100,000: %v", n, time.Since(start).Round(time.Millisecond))
+	dir = groupedStep(t, k, n, 1, 0, "SCARD", "s1")
+	t.Logf("directory of the %d-member set: about %d bytes (SCARD's read)", n, dir.readBytes)
+	groupedStep(t, k, 1, 2, 0, "SISMEMBER", "s1", "s1:m:4242")
+	groupedStep(t, k, 0, 2, 0, "SISMEMBER", "s1", "s2:m:4242")
+	groupedStep(t, k, []any{int64(1)}, 2, 0, "SMISMEMBER", "s1", "s1:m:1")
+	groupedStep(t, k, []any{int64(1), int64(0), int64(1)}, 4, 0, "SMISMEMBER", "s1", "s1:m:1", "nope", "s1:m:999999")
+	groupedStep(t, k, 1, 2, 3, "SADD", "s1", "s1:new")
+	groupedStep(t, k, 0, 2, 3, "SADD", "s1", "s1:m:17")
+	groupedStep(t, k, 1, 2, 0, "SISMEMBER", "s1", "s1:new")
+	groupedStep(t, k, 1, 2, 3, "SREM", "s1", "s1:m:18")
+	groupedStep(t, k, 0, 2, 3, "SREM", "s1", "s1:m:18")
+	groupedStep(t, k, 0, 2, 0, "SISMEMBER", "s1", "s1:m:18")
+	groupedStep(t, k, n, 1, 0, "SCARD", "s1") // + s1:new - s1:m:18
+	// SMOVE names two keys: the directory and a group of each, read and written.
+	groupedStep(t, k, 1, 4, 6, "SMOVE", "s1", "s2", "s1:m:19")
+	groupedStep(t, k, 0, 4, 6, "SMOVE", "s1", "s2", "s1:m:19")
+	groupedStep(t, k, 0, 2, 0, "SISMEMBER", "s1", "s1:m:19")
+	groupedStep(t, k, 1, 2, 0, "SISMEMBER", "s2", "s1:m:19")
+	groupedStep(t, k, n-1, 1, 0, "SCARD", "s1")
+	groupedStep(t, k, n+1, 1, 0, "SCARD", "s2")
+	groupedStep(t, k, 1, 4, 6, "SMOVE", "s2", "s1", "s2:m:20")
+	groupedStep(t, k, n, 1, 0, "SCARD", "s1")
+	groupedStep(t, k, n, 1, 0, "SCARD", "s2")
+	groupedStep(t, k, 1, 2, 0, "SISMEMBER", "s1", "s2:m:20")
+	groupedStep(t, k, 0, 2, 0, "SISMEMBER", "s2", "s2:m:20")
+}
