@@ -9,9 +9,12 @@ package test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,4 +250,312 @@ func TestGroupedHashConstantRecords(t *testing.T) {
 	groupedStep(t, k, n, 1, 0, "SCARD", "s2")
 	groupedStep(t, k, 1, 2, 0, "SISMEMBER", "s1", "s2:m:20")
 	groupedStep(t, k, 0, 2, 0, "SISMEMBER", "s2", "s2:m:20")
+}
+
+// groupedModel is what a grouped hash and a grouped set should hold.
+type groupedModel struct {
+	rng  *rand.Rand
+	hash map[string]string
+	set  map[string]bool
+}
+
+// groupedRandomOps sends n random HSET/HDEL/SADD/SREM commands (1-3 fields or members each) on
+// hkey and skey in pipelines, applying each to the model and checking each reply; grow is the
+// chance in percent that a command adds rather than removes.
+func (m *groupedModel) groupedRandomOps(t *testing.T, c *redis.Client, hkey, skey string, n, grow, universe int) {
+	t.Helper()
+	cmds := make([][]any, 0, n)
+	wants := make([]int64, 0, n)
+	for len(cmds) < n {
+		add := m.rng.IntN(100) < grow
+		name := func() string { return fmt.Sprintf("m:%05d", m.rng.IntN(universe)) }
+		switch hash := m.rng.IntN(2) == 0; {
+		case hash && add:
+			args := []any{"HSET", hkey}
+			added := int64(0)
+			seen := map[string]bool{}
+			for i := m.rng.IntN(3); i >= 0; i-- {
+				f, v := name(), fmt.Sprintf("v%d-%s", m.rng.IntN(1000), strings.Repeat("x", m.rng.IntN(30)))
+				args = append(args, f, v)
+				if _, ok := m.hash[f]; !ok && !seen[f] {
+					added++
+				}
+				seen[f] = true
+				m.hash[f] = v
+			}
+			cmds, wants = append(cmds, args), append(wants, added)
+		case hash:
+			args := []any{"HDEL", hkey}
+			gone := int64(0)
+			for i := m.rng.IntN(3); i >= 0; i-- {
+				f := name()
+				args = append(args, f)
+				if _, ok := m.hash[f]; ok {
+					gone++
+					delete(m.hash, f)
+				}
+			}
+			cmds, wants = append(cmds, args), append(wants, gone)
+		default:
+			cmd := "SREM"
+			if add {
+				cmd = "SADD"
+			}
+			args := []any{cmd, skey}
+			changed := int64(0)
+			for i := m.rng.IntN(3); i >= 0; i-- {
+				e := name()
+				args = append(args, e)
+				if m.set[e] != add {
+					changed++
+					if add {
+						m.set[e] = true
+					} else {
+						delete(m.set, e)
+					}
+				}
+			}
+			cmds, wants = append(cmds, args), append(wants, changed)
+		}
+	}
+	for i, got := range pipelineDo(t, c, 200, cmds) {
+		if got != wants[i] {
+			t.Fatalf("%s: got %s; want %d", cmdString(cmds[i]), short(got), wants[i])
+		}
+	}
+}
+
+// check compares hkey and skey with the model through HGETALL, HLEN, SMEMBERS and SCARD.
+func (m *groupedModel) check(t *testing.T, k checker, hkey, skey, when string) {
+	t.Helper()
+	if got := hgetall(t, k, hkey); !maps.Equal(got, m.hash) {
+		t.Fatalf("%s: HGETALL %s: %s", when, hkey, hashDiff(got, m.hash))
+	}
+	k.eq(len(m.hash), "HLEN", hkey)
+	got, want := sortedStrings(t, k.arr("SMEMBERS", skey)), slices.Sorted(maps.Keys(m.set))
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: SMEMBERS %s: %s", when, skey, setDiff(got, want))
+	}
+	k.eq(len(m.set), "SCARD", skey)
+}
+
+// groupedBytes is about what a hash's or set's encoding takes: at least its fields, values and
+// members, one length byte each.
+func (m *groupedModel) groupedBytes() (hash, set int) {
+	for f, v := range m.hash {
+		hash += len(f) + len(v) + 2
+	}
+	for e := range m.set {
+		set += len(e) + 1
+	}
+	return hash, set
+}
+
+// TestGroupedRestartAndKill drives a hash and a set well past a group threshold of 1,024 bytes
+// (about 5,000 members each) with random HSET/HDEL/SADD/SREM against a Go model and compares
+// their whole contents after clean restarts and kill -9 (appendfsync always: every acknowledged
+// write must survive), through shrinking below half the threshold (one record again) and growing
+// past it again, PEXPIRE, RENAME, COPY, DEL and MULTI/EXEC on two grouped keys, and a kill -9
+// while a client runs such transactions: each must be there whole or not at all.
+func TestGroupedRestartAndKill(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("group-threshold is Lavik's")
+	}
+	const threshold = 1024
+	s := harness.Start(t, "--group-threshold", strconv.Itoa(threshold), "--appendfsync", "always")
+	seed := e2eSeed(t)
+	m := &groupedModel{rng: rand.New(rand.NewPCG(uint64(seed), 7)), hash: map[string]string{}, set: map[string]bool{}}
+	clients := func() (*redis.Client, checker) {
+		c := s.ClientOpts(&redis.Options{MaxRetries: -1, ReadTimeout: time.Minute})
+		return c, newChecker(t, c)
+	}
+	c, k := clients()
+	restart := func(kill bool, when string) {
+		t.Helper()
+		if kill {
+			s.KillRestart()
+		} else {
+			s.Restart()
+		}
+		c, k = clients()
+		m.check(t, k, "gh", "gs", when)
+	}
+	logSizes := func(when string) {
+		h, st := m.groupedBytes()
+		t.Logf("%s: hash %d fields (~%d bytes), set %d members (~%d bytes)", when, len(m.hash), h, len(m.set), st)
+	}
+
+	// Grow past the threshold and on to about 5,000 members each.
+	start := time.Now()
+	m.groupedRandomOps(t, c, "gh", "gs", 12000, 85, 7000)
+	logSizes("grown")
+	m.check(t, k, "gh", "gs", "grown")
+	if got := hscanAll(t, k, "gh", "COUNT", 100); !maps.Equal(got, m.hash) {
+		t.Fatalf("HSCAN gh: %s", hashDiff(got, m.hash))
+	}
+	restart(false, "grown, after a clean restart")
+	m.groupedRandomOps(t, c, "gh", "gs", 3000, 50, 7000)
+	m.check(t, k, "gh", "gs", "mixed")
+	restart(true, "mixed, after kill -9")
+
+	// Shrink below half the threshold: every member but a few goes, by HDEL and SREM of many.
+	shrinkTo := func(n int) {
+		t.Helper()
+		var cmds [][]any
+		hf := slices.Sorted(maps.Keys(m.hash))
+		for len(hf) > n {
+			cut := min(50, len(hf)-n)
+			args := []any{"HDEL", "gh"}
+			for _, f := range hf[:cut] {
+				args = append(args, f)
+				delete(m.hash, f)
+			}
+			cmds, hf = append(cmds, args), hf[cut:]
+		}
+		sm := slices.Sorted(maps.Keys(m.set))
+		for len(sm) > n {
+			cut := min(50, len(sm)-n)
+			args := []any{"SREM", "gs"}
+			for _, e := range sm[:cut] {
+				args = append(args, e)
+				delete(m.set, e)
+			}
+			cmds, sm = append(cmds, args), sm[cut:]
+		}
+		for i, got := range pipelineDo(t, c, 100, cmds) {
+			if want := int64(len(cmds[i]) - 2); got != want {
+				t.Fatalf("%s: got %s; want %d", cmdString(cmds[i][:4]), short(got), want)
+			}
+		}
+	}
+	shrinkTo(10)
+	logSizes("shrunk")
+	if h, st := m.groupedBytes(); h >= threshold/2 || st >= threshold/2 {
+		t.Fatalf("shrunk to %d and %d bytes; want both under half the threshold", h, st)
+	}
+	m.check(t, k, "gh", "gs", "shrunk")
+	restart(true, "shrunk, after kill -9")
+	restart(false, "shrunk, after a clean restart")
+	m.groupedRandomOps(t, c, "gh", "gs", 6000, 90, 7000)
+	logSizes("grown again")
+	m.check(t, k, "gh", "gs", "grown again")
+	restart(true, "grown again, after kill -9")
+
+	// RENAME and COPY of grouped keys, then edits of the copies and the originals: each must
+	// keep groups of its own.
+	k.ok("RENAME", "gh", "gh2")
+	k.eq(0, "EXISTS", "gh")
+	k.ok("RENAME", "gh2", "gh")
+	k.eq(1, "COPY", "gh", "ghc")
+	k.eq(1, "COPY", "gs", "gsc")
+	copyModel := &groupedModel{rng: rand.New(rand.NewPCG(uint64(seed), 8)), hash: maps.Clone(m.hash), set: maps.Clone(m.set)}
+	copyModel.check(t, k, "ghc", "gsc", "copies")
+	copyModel.groupedRandomOps(t, c, "ghc", "gsc", 2000, 50, 7000)
+	m.groupedRandomOps(t, c, "gh", "gs", 2000, 50, 7000)
+	m.check(t, k, "gh", "gs", "originals after edits of both")
+	copyModel.check(t, k, "ghc", "gsc", "copies after edits of both")
+	k.ok("RENAME", "gsc", "gsc2")
+	k.eq(0, "EXISTS", "gsc")
+	restart(true, "after RENAME, COPY and edits, after kill -9")
+	copyModel.check(t, k, "ghc", "gsc2", "copies after kill -9")
+	restart(false, "after RENAME, COPY and edits, after a clean restart")
+	copyModel.check(t, k, "ghc", "gsc2", "copies after a clean restart")
+
+	// DEL of grouped keys: gone, and they stay gone.
+	k.eq(2, "DEL", "ghc", "gsc2")
+	k.eq(0, "EXISTS", "ghc", "gsc2")
+	restart(true, "after DEL, after kill -9")
+	k.eq(0, "EXISTS", "ghc", "gsc2")
+
+	// PEXPIRE on grouped copies: gone once the time passes, and still gone after a restart.
+	k.eq(1, "COPY", "gh", "ghx")
+	k.eq(1, "COPY", "gs", "gsx")
+	k.eq(len(m.hash), "HLEN", "ghx")
+	k.eq(len(m.set), "SCARD", "gsx")
+	k.eq(1, "PEXPIRE", "ghx", 500)
+	k.eq(1, "PEXPIRE", "gsx", 500)
+	k.between(1, 500, "PTTL", "gsx")
+	harness.Eventually(t, 10*time.Second, "the grouped keys to expire", func() bool {
+		return k.int("EXISTS", "ghx", "gsx") == 0
+	})
+	k.eq(0, "HLEN", "ghx")
+	k.eq(0, "SCARD", "gsx")
+	k.null("HGET", "ghx", slices.Sorted(maps.Keys(m.hash))[0])
+	restart(true, "after PEXPIRE, after kill -9")
+	k.eq(0, "EXISTS", "ghx", "gsx")
+
+	// MULTI/EXEC changing both grouped keys.
+	hf, sm := slices.Sorted(maps.Keys(m.hash)), slices.Sorted(maps.Keys(m.set))
+	tx := [][]any{
+		{"HSET", "gh", "tx:new", "1", hf[0], "changed"},
+		{"HDEL", "gh", hf[1], hf[2]},
+		{"HINCRBY", "gh", "tx:new", 41},
+		{"SADD", "gs", "tx:new", sm[0]},
+		{"SREM", "gs", sm[1], "tx:missing"},
+		{"SMOVE", "gs", "gs", sm[2]},
+	}
+	m.hash["tx:new"], m.hash[hf[0]] = "42", "changed"
+	delete(m.hash, hf[1])
+	delete(m.hash, hf[2])
+	m.set["tx:new"] = true
+	delete(m.set, sm[1])
+	txc := newChecker(t, c.Conn())
+	txc.ok("MULTI")
+	for _, args := range tx {
+		txc.eq("QUEUED", args...)
+	}
+	txc.eq([]any{int64(1), int64(2), int64(42), int64(1), int64(1), int64(1)}, "EXEC")
+	m.check(t, k, "gh", "gs", "after MULTI/EXEC")
+	restart(false, "after MULTI/EXEC, after a clean restart")
+	restart(true, "after MULTI/EXEC, after kill -9")
+
+	// A kill -9 while a client runs transactions that add a field to the hash and a member to
+	// the set: every acknowledged one must be there, and each whole or not at all.
+	ctx := harness.Ctx(t)
+	conn := c.Conn()
+	acked := make(chan int, 1)
+	go func() {
+		last := -1
+		defer func() { acked <- last }()
+		for i := 0; ; i++ {
+			_, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, "gh", fmt.Sprintf("kill:%05d", i), strconv.Itoa(i))
+				p.SAdd(ctx, "gs", fmt.Sprintf("kill:%05d", i))
+				return nil
+			})
+			if err != nil {
+				return
+			}
+			last = i
+		}
+	}()
+	harness.Eventually(t, 30*time.Second, "200 acknowledged transactions", func() bool {
+		return k.int("HEXISTS", "gh", "kill:00199") == 1
+	})
+	s.KillRestart()
+	last := <-acked
+	conn.Close()
+	c, k = clients()
+	got := hgetall(t, k, "gh")
+	gotSet := setOf(t, k, "gs")
+	n := 0
+	for ; ; n++ {
+		f := fmt.Sprintf("kill:%05d", n)
+		_, inHash := got[f]
+		if inHash != gotSet[f] {
+			t.Fatalf("after kill -9: transaction %d is half there: HEXISTS gh %s = %v, SISMEMBER gs %s = %v",
+				n, f, inHash, f, gotSet[f])
+		}
+		if !inHash {
+			break
+		}
+		m.hash[f], m.set[f] = strconv.Itoa(n), true
+	}
+	if n < last+1 || n > last+2 {
+		t.Fatalf("after kill -9: transactions 0..%d there; %d were acknowledged (the last %d)", n-1, last+1, last)
+	}
+	t.Logf("kill -9 after %d acknowledged transactions: %d there", last+1, n)
+	m.check(t, k, "gh", "gs", "after kill -9 during transactions")
+	restart(false, "after kill -9 during transactions, after a clean restart")
+	t.Logf("%v", time.Since(start).Round(time.Millisecond))
 }
