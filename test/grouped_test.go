@@ -362,7 +362,9 @@ func TestGroupedRestartAndKill(t *testing.T) {
 		t.Skip("group-threshold is Lavik's")
 	}
 	const threshold = 1024
-	s := harness.Start(t, "--group-threshold", strconv.Itoa(threshold), "--appendfsync", "always")
+	// Small segments, so that the collector reclaims segments and moves live groups and
+	// directories while the test runs.
+	s := harness.Start(t, "--group-threshold", strconv.Itoa(threshold), "--appendfsync", "always", "--segment-size", "1mb")
 	seed := e2eSeed(t)
 	m := &groupedModel{rng: rand.New(rand.NewPCG(uint64(seed), 7)), hash: map[string]string{}, set: map[string]bool{}}
 	clients := func() (*redis.Client, checker) {
@@ -370,8 +372,10 @@ func TestGroupedRestartAndKill(t *testing.T) {
 		return c, newChecker(t, c)
 	}
 	c, k := clients()
+	reclaimed := int64(0) // segments the collector reclaimed, over the server's lives
 	restart := func(kill bool, when string) {
 		t.Helper()
+		reclaimed += infoInt(t, k, "persistence", "lavik_reclaim_segments_total")
 		if kill {
 			s.KillRestart()
 		} else {
@@ -557,5 +561,26 @@ func TestGroupedRestartAndKill(t *testing.T) {
 	t.Logf("kill -9 after %d acknowledged transactions: %d there", last+1, n)
 	m.check(t, k, "gh", "gs", "after kill -9 during transactions")
 	restart(false, "after kill -9 during transactions, after a clean restart")
-	t.Logf("%v", time.Since(start).Round(time.Millisecond))
+
+	// Another threshold on the same data: grouped values stay readable and editable where the
+	// setting would now keep them whole (gs, about 30 KB, with 32768), and values kept whole
+	// where it would now group them (a hash and a set of about 600 bytes, with 256).
+	mid := &groupedModel{rng: rand.New(rand.NewPCG(uint64(seed), 9)), hash: map[string]string{}, set: map[string]bool{}}
+	mid.groupedRandomOps(t, c, "mh", "ms", 60, 100, 40)
+	mh, ms := mid.groupedBytes()
+	t.Logf("mh ~%d bytes, ms ~%d bytes", mh, ms)
+	mid.check(t, k, "mh", "ms", "mid-sized")
+	for _, th := range []string{"32768", "256"} {
+		s.Args = []string{"--group-threshold", th, "--appendfsync", "always", "--segment-size", "1mb"}
+		restart(false, "after a restart with group-threshold "+th)
+		mid.check(t, k, "mh", "ms", "mid-sized, after a restart with group-threshold "+th)
+		m.groupedRandomOps(t, c, "gh", "gs", 2000, 50, 7000)
+		mid.groupedRandomOps(t, c, "mh", "ms", 40, 60, 40)
+		m.check(t, k, "gh", "gs", "edited with group-threshold "+th)
+		mid.check(t, k, "mh", "ms", "mid-sized, edited with group-threshold "+th)
+		restart(true, "edited with group-threshold "+th+", after kill -9")
+		mid.check(t, k, "mh", "ms", "mid-sized, edited with group-threshold "+th+", after kill -9")
+	}
+	reclaimed += infoInt(t, k, "persistence", "lavik_reclaim_segments_total")
+	t.Logf("%d segments reclaimed in all; %v", reclaimed, time.Since(start).Round(time.Millisecond))
 }
