@@ -584,3 +584,72 @@ func TestGroupedRestartAndKill(t *testing.T) {
 	reclaimed += infoInt(t, k, "persistence", "lavik_reclaim_segments_total")
 	t.Logf("%d segments reclaimed in all; %v", reclaimed, time.Since(start).Round(time.Millisecond))
 }
+
+// TestGroupedScanWhileEditing checks SCAN's guarantee on grouped collections: HSCAN and SSCAN,
+// run to the end while other fields and members are added (splitting groups) and removed
+// (emptying them) between the calls, return every field or member that was there the whole
+// time, at least once.
+func TestGroupedScanWhileEditing(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("group-threshold is Lavik's")
+	}
+	s := harness.Start(t, "--group-threshold", "1024")
+	c := s.ClientOpts(&redis.Options{MaxRetries: -1, ReadTimeout: time.Minute})
+	k := newChecker(t, c)
+	const stable = 2000
+	var hset, sadd [][]any
+	for i := 0; i < stable; i++ {
+		hset = append(hset, []any{"HSET", "h", fmt.Sprintf("stable:%d", i), strconv.Itoa(i), fmt.Sprintf("churn:%d", i), "x"})
+		sadd = append(sadd, []any{"SADD", "s", fmt.Sprintf("stable:%d", i), fmt.Sprintf("churn:%d", i)})
+	}
+	pipelineDo(t, c, 500, append(hset, sadd...))
+	for _, tc := range []struct{ cmd, key, add, del string }{{"HSCAN", "h", "HSET", "HDEL"}, {"SSCAN", "s", "SADD", "SREM"}} {
+		seen := map[string]bool{}
+		cursor, calls, added, deleted := "0", 0, 0, 0
+		for {
+			reply := k.arr(tc.cmd, tc.key, cursor, "COUNT", 20)
+			cursor = reply[0].(string)
+			items := reply[1].([]any)
+			step := 1
+			if tc.cmd == "HSCAN" {
+				step = 2
+			}
+			for i := 0; i < len(items); i += step {
+				seen[items[i].(string)] = true
+			}
+			calls++
+			// Between the calls: 30 new fields or members, and 10 of the churn ones gone.
+			var cmds [][]any
+			for j := 0; j < 30; j++ {
+				args := []any{tc.add, tc.key, fmt.Sprintf("new:%d", added)}
+				if tc.add == "HSET" {
+					args = append(args, "y")
+				}
+				cmds = append(cmds, args)
+				added++
+			}
+			for j := 0; j < 10 && deleted < stable; j++ {
+				cmds = append(cmds, []any{tc.del, tc.key, fmt.Sprintf("churn:%d", deleted)})
+				deleted++
+			}
+			pipelineDo(t, c, 100, cmds)
+			if cursor == "0" {
+				break
+			}
+			if calls > 100000 {
+				t.Fatalf("%s %s: no end after %d calls", tc.cmd, tc.key, calls)
+			}
+		}
+		var missing []string
+		for i := 0; i < stable; i++ {
+			if f := fmt.Sprintf("stable:%d", i); !seen[f] {
+				missing = append(missing, f)
+			}
+		}
+		t.Logf("%s %s: %d calls, %d distinct returned, %d added and %d removed meanwhile", tc.cmd, tc.key, calls, len(seen), added, deleted)
+		if len(missing) > 0 {
+			t.Errorf("%s %s with edits between the calls: %d of the %d fields or members there throughout never returned, e.g. %q",
+				tc.cmd, tc.key, len(missing), stable, missing[:min(5, len(missing))])
+		}
+	}
+}
