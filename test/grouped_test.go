@@ -432,8 +432,30 @@ func TestGroupedRestartAndKill(t *testing.T) {
 			}
 		}
 	}
+	// An HGET of a grouped hash reads the directory and a group. (The least of three tries: the
+	// collector's reads are counted too.)
+	hgetReads := func() int64 {
+		t.Helper()
+		f := slices.Sorted(maps.Keys(m.hash))[0]
+		least := int64(-1)
+		for range 3 {
+			before := groupedCounters(t, k)
+			k.eq(m.hash[f], "HGET", "gh", f)
+			if n := groupedCounters(t, k).reads - before.reads; least < 0 || n < least {
+				least = n
+			}
+		}
+		t.Logf("HGET gh (%d fields): %d engine reads", len(m.hash), least)
+		return least
+	}
+	if n := hgetReads(); n != 2 {
+		t.Errorf("HGET of a grouped hash of %d fields: %d engine reads; want 2 (the directory and a group)", len(m.hash), n)
+	}
 	shrinkTo(10)
 	logSizes("shrunk")
+	if n := hgetReads(); n > 1 {
+		t.Errorf("HGET of a hash shrunk to %d fields, under half the threshold: %d engine reads; want 1 (one record again)", len(m.hash), n)
+	}
 	if h, st := m.groupedBytes(); h >= threshold/2 || st >= threshold/2 {
 		t.Fatalf("shrunk to %d and %d bytes; want both under half the threshold", h, st)
 	}
