@@ -29,6 +29,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lavikdb/lavik/test/harness"
 )
 
 const (
@@ -257,6 +259,9 @@ type collGen struct {
 	cur   int  // database selected on the connection
 	inTx  bool // generating a transaction: every reply must be predictable (no random SPOP)
 	keys  []string
+	// members are the members sets and sorted sets are made of, elems the elements of lists:
+	// collMembers and listElems, and more and longer ones in the grouped variants.
+	members, elems []string
 }
 
 func newCollGen(rng *rand.Rand, focus string) *collGen {
@@ -264,7 +269,7 @@ func newCollGen(rng *rand.Rand, focus string) *collGen {
 	for i := len(keys); i < 10; i++ {
 		keys = append(keys, "c"+strconv.Itoa(i))
 	}
-	return &collGen{rng: rng, focus: focus, dbs: [2]map[string]*collEntry{{}, {}}, keys: keys}
+	return &collGen{rng: rng, focus: focus, dbs: [2]map[string]*collEntry{{}, {}}, keys: keys, members: collMembers, elems: listElems}
 }
 
 func (g *collGen) selected() int { return g.cur }
@@ -318,7 +323,7 @@ func (g *collGen) member(e *collEntry) string {
 	if ms := e.members(); len(ms) > 0 && g.rng.IntN(2) == 0 {
 		return ms[g.rng.IntN(len(ms))]
 	}
-	return collMembers[g.rng.IntN(len(collMembers))]
+	return g.members[g.rng.IntN(len(g.members))]
 }
 
 // newMember picks a member to add: mostly any member, sometimes one that e has.
@@ -326,7 +331,7 @@ func (g *collGen) newMember(e *collEntry) string {
 	if g.rng.IntN(2) == 0 {
 		return g.member(e)
 	}
-	return collMembers[g.rng.IntN(len(collMembers))]
+	return g.members[g.rng.IntN(len(g.members))]
 }
 
 // elem picks a list element: half the time one that e has, if it is a list.
@@ -337,7 +342,7 @@ func (g *collGen) elem(e *collEntry) string {
 	case g.rng.IntN(30) == 0:
 		return longElem
 	}
-	return listElems[g.rng.IntN(len(listElems))]
+	return g.elems[g.rng.IntN(len(g.elems))]
 }
 
 // index picks a list or rank index around a length of n, out of range now and then.
@@ -1887,20 +1892,145 @@ func (g *collGen) checkKeyspace(r *modelRun, when string) {
 // keys in two databases, comparing every reply with the model. Every 300 operations it compares
 // the whole keyspace and restarts the server, alternately clean and with kill -9 (appendfsync
 // always, so every acknowledged write must survive), then compares again.
-func TestSetModel(t *testing.T) { runCollModel(t, "set", 3) }
+func TestSetModel(t *testing.T) { runCollModel(t, "set", 3, 3000, false) }
 
 // TestListModel is TestSetModel for lists.
-func TestListModel(t *testing.T) { runCollModel(t, "list", 4) }
+func TestListModel(t *testing.T) { runCollModel(t, "list", 4, 3000, false) }
 
 // TestZSetModel is TestSetModel for sorted sets.
-func TestZSetModel(t *testing.T) { runCollModel(t, "zset", 5) }
+func TestZSetModel(t *testing.T) { runCollModel(t, "zset", 5, 3000, false) }
 
-func runCollModel(t *testing.T, focus string, stream uint64) {
-	ops := modelOps(t, 3000, 3000)
+// TestCollModelGrouped runs TestSetModel, TestListModel and TestZSetModel on a server with the
+// least group threshold (256 bytes), on 5 keys rather than 10, with sets and sorted sets drawn
+// from 100 more members of 60 bytes and lists from 5 more such elements, so that collections
+// of more than a few members are grouped: sets by member hash, lists and sorted sets by plain
+// cuts of their encoding; one operation in ten adds 5-15 members, elements or pairs. (Under 64 bytes: Redis's listpacks would take them, so the model's
+// encoding-dependent replies stay right.)
+func TestCollModelGrouped(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("group-threshold is Lavik's")
+	}
+	for i, focus := range []string{"set", "list", "zset"} {
+		t.Run(focus, func(t *testing.T) { runCollModel(t, focus, uint64(13+i), 3000, true) })
+	}
+}
+
+// groupedCollMembers are collMembers and 100 members of 60 bytes; groupedListElems, listElems
+// and 5 elements of 60 bytes.
+var groupedCollMembers, groupedListElems = func() ([]string, []string) {
+	long := func(i int) string { return fmt.Sprintf("grouped-%03d-", i) + strings.Repeat("x", 48) }
+	ms, es := slices.Clone(collMembers), slices.Clone(listElems)
+	for i := 0; i < 100; i++ {
+		ms = append(ms, long(i))
+	}
+	for i := 0; i < 5; i++ {
+		es = append(es, long(i))
+	}
+	return ms, es
+}()
+
+// bigCollGen is the grouped variant's collGen: one operation in ten adds many members to a
+// collection of the focus type (bulkAdd), and it counts the operations whose first key holds,
+// once they ran, a collection longer than the least group threshold (256 bytes).
+type bigCollGen struct {
+	*collGen
+	bigOps int
+}
+
+func (g *bigCollGen) next() modelOp {
+	var op modelOp
+	if g.rng.IntN(10) == 0 {
+		op = g.bulkAdd()
+	} else {
+		op = g.collGen.next()
+	}
+	if len(op.args) > 1 {
+		if e := g.dbs[g.cur][op.args[1]]; e != nil && e.encodedAtLeast() > 256 {
+			g.bigOps++
+		}
+	}
+	return op
+}
+
+// bulkAdd is SADD, RPUSH or ZADD (after the focus type) of 5-15 members, elements or pairs,
+// repeats allowed, so that collections grow past the threshold faster than the other commands
+// take them apart.
+func (g *bigCollGen) bulkAdd() modelOp {
+	k := g.keyOf(g.focus)
+	e, wrong := g.lookup(k, g.focus)
+	n := 5 + g.rng.IntN(11)
+	var args []string
+	var scores []float64 // ZADD's, in order
+	switch g.focus {
+	case "set":
+		args = []string{"SADD", k}
+		for range n {
+			args = append(args, g.newMember(e))
+		}
+	case "list":
+		args = []string{"RPUSH", k}
+		for range n {
+			args = append(args, g.elem(e))
+		}
+	default:
+		args = []string{"ZADD", k}
+		for range n {
+			arg, v := g.score()
+			args = append(args, arg, g.newMember(e))
+			scores = append(scores, v)
+		}
+	}
+	if wrong {
+		return wrongTypeOp(args)
+	}
+	if e == nil {
+		e = &collEntry{kind: g.focus}
+		switch g.focus {
+		case "set":
+			e.set = map[string]bool{}
+		case "zset":
+			e.zset = map[string]float64{}
+		}
+		g.db()[k] = e
+	}
+	added := int64(0)
+	switch g.focus {
+	case "set":
+		for _, m := range args[2:] {
+			if !e.set[m] {
+				e.set[m] = true
+				added++
+			}
+		}
+	case "list":
+		for _, v := range args[2:] {
+			e.push(v, false)
+		}
+		added = int64(len(e.list))
+	default:
+		for i := 2; i < len(args); i += 2 {
+			if _, ok := e.zset[args[i+1]]; !ok {
+				added++
+			}
+			e.zset[args[i+1]] = storedScore(scores[i/2-1])
+		}
+	}
+	return modelOp{args: args, want: wInt(added)}
+}
+
+func runCollModel(t *testing.T, focus string, stream uint64, full int, grouped bool) {
+	ops := modelOps(t, full, full)
 	seed := e2eSeed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), stream))
 	g := newCollGen(rng, focus)
-	r := startModelRun(t, seed, g)
+	var gen modelGen = g
+	var args []string
+	big := &bigCollGen{collGen: g}
+	if grouped {
+		g.members, g.elems, g.keys = groupedCollMembers, groupedListElems, g.keys[:5]
+		gen, args = big, []string{"--group-threshold", "256"}
+	}
+	r := startModelRun(t, seed, gen, args...)
 	start := time.Now()
 	restarts := r.run(rng, ops, 300)
 	kinds := map[string]int{}
@@ -1911,4 +2041,28 @@ func runCollModel(t *testing.T, focus string, stream uint64) {
 	}
 	t.Logf("%d ops, %d restarts, %d+%d keys at the end (%v), %v", r.done, restarts,
 		len(g.dbs[0]), len(g.dbs[1]), kinds, time.Since(start).Round(time.Millisecond))
+	if grouped {
+		t.Logf("%d of %d operations on a key holding a collection over 256 bytes", big.bigOps, r.done)
+	}
+}
+
+// encodedAtLeast is a lower bound of a collection's encoded length: its members or elements, a
+// length byte each; 0 for a string.
+func (e *collEntry) encodedAtLeast() int {
+	n := 0
+	switch e.kind {
+	case "set":
+		for m := range e.set {
+			n += len(m) + 1
+		}
+	case "list":
+		for _, v := range e.list {
+			n += len(v) + 1
+		}
+	case "zset":
+		for m := range e.zset {
+			n += len(m) + 1
+		}
+	}
+	return n
 }

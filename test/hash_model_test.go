@@ -543,22 +543,111 @@ func (g *hashGen) checkKeyspace(r *modelRun, when string) {
 // databases, comparing every reply with the model. Every 300 operations it compares the whole
 // keyspace and restarts the server, alternately clean and with kill -9 (appendfsync always, so
 // every acknowledged write must survive), then compares again.
-func TestHashModel(t *testing.T) {
-	ops := modelOps(t, 3000, 3000)
+func TestHashModel(t *testing.T) { runHashModel(t, 3000, 2, 0) }
+
+// TestHashModelGrouped is TestHashModel on a server with the least group threshold (256
+// bytes), so that hashes of more than a few fields are grouped (a directory and groups by field
+// hash) and the commands meet them being built, edited, split, emptied, shrunk back to one
+// record, renamed and restarted; on 6 keys rather than 20, 100 fields rather than 30, and with
+// an HSET of 5-15 pairs one operation in ten, so that hashes grow larger.
+func TestHashModelGrouped(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("group-threshold is Lavik's")
+	}
+	runHashModel(t, 3000, 12, 6, "--group-threshold", "256")
+}
+
+// bigHashGen is the grouped variant's hashGen: one operation in ten is an HSET of many pairs
+// (bulkHSet), and it counts the operations whose key holds, once they ran, a hash longer than
+// the least group threshold (256 bytes).
+type bigHashGen struct {
+	*hashGen
+	bigOps int
+}
+
+func (g *bigHashGen) next() modelOp {
+	var op modelOp
+	if g.rng.IntN(10) == 0 {
+		op = g.bulkHSet()
+	} else {
+		op = g.hashGen.next()
+	}
+	if len(op.args) > 1 {
+		if e := g.dbs[g.cur][op.args[1]]; e != nil && e.fields != nil && e.encodedAtLeast() > 256 {
+			g.bigOps++
+		}
+	}
+	return op
+}
+
+// bulkHSet is HSET of 5-15 pairs, repeats allowed, so that hashes grow past the threshold
+// faster than the other commands take them apart.
+func (g *bigHashGen) bulkHSet() modelOp {
+	k := g.key()
+	e, wrong := g.lookup(k)
+	args := []string{"HSET", k}
+	for i := 5 + g.rng.IntN(11); i > 0; i-- {
+		args = append(args, g.field(e), g.value())
+	}
+	if wrong {
+		return modelOp{args: args, want: wrongType}
+	}
+	if e == nil {
+		e = &hashEntry{fields: map[string]string{}}
+		g.dbs[g.cur][k] = e
+	}
+	added := int64(0)
+	for i := 2; i < len(args); i += 2 {
+		if e.set(args[i], args[i+1]) {
+			added++
+		}
+	}
+	return modelOp{args: args, want: wInt(added)}
+}
+
+// runHashModel runs the hash model test: full operations on a server started with args. With
+// keys > 0 (the grouped variant), on the first keys of newHashGen's keys, with 70 more fields,
+// and one operation in ten an HSET of 5-15 pairs, so that hashes grow large.
+func runHashModel(t *testing.T, full int, stream uint64, keys int, args ...string) {
+	ops := modelOps(t, full, full)
 	seed := e2eSeed(t)
-	rng := rand.New(rand.NewPCG(uint64(seed), 2))
-	g := newHashGen(rng)
-	r := startModelRun(t, seed, g)
+	rng := rand.New(rand.NewPCG(uint64(seed), stream))
+	g := &bigHashGen{hashGen: newHashGen(rng)}
+	var gen modelGen = g.hashGen
+	if keys > 0 {
+		gen = g
+		g.keys = g.keys[:keys]
+		for i := 0; i < 70; i++ { // and more fields, for larger hashes
+			g.fields = append(g.fields, "grouped-field-"+strconv.Itoa(i))
+		}
+	}
+	r := startModelRun(t, seed, gen, args...)
 	start := time.Now()
 	restarts := r.run(rng, ops, 300)
-	hashes := 0
+	hashes, big := 0, 0
 	for _, db := range g.dbs {
 		for _, e := range db {
 			if e.fields != nil {
 				hashes++
+				if e.encodedAtLeast() > 256 {
+					big++
+				}
 			}
 		}
 	}
-	t.Logf("%d ops, %d restarts, %d+%d keys (%d hashes) at the end, %v", r.done, restarts,
-		len(g.dbs[0]), len(g.dbs[1]), hashes, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d ops, %d restarts, %d+%d keys (%d hashes, %d of them over 256 bytes) at the end, %v", r.done, restarts,
+		len(g.dbs[0]), len(g.dbs[1]), hashes, big, time.Since(start).Round(time.Millisecond))
+	if keys > 0 {
+		t.Logf("%d of %d operations on a key holding a hash over 256 bytes", g.bigOps, r.done)
+	}
+}
+
+// encodedAtLeast is a lower bound of the hash's encoded length: its fields and values, a length
+// byte each.
+func (e *hashEntry) encodedAtLeast() int {
+	n := 0
+	for f, v := range e.fields {
+		n += len(f) + len(v) + 2
+	}
+	return n
 }

@@ -605,11 +605,12 @@ type modelRun struct {
 	history []string // recent operations, for failure reports
 }
 
-// startModelRun starts a server for a model test of g and connects to it. The server runs with
-// appendfsync always: a kill -9 restart must keep every acknowledged write.
-func startModelRun(t *testing.T, seed int64, g modelGen) *modelRun {
+// startModelRun starts a server for a model test of g, with the extra command-line arguments
+// args, and connects to it. The server runs with appendfsync always: a kill -9 restart must keep
+// every acknowledged write.
+func startModelRun(t *testing.T, seed int64, g modelGen, args ...string) *modelRun {
 	r := &modelRun{t: t, seed: seed, g: g}
-	r.s = harness.Start(t, "--appendfsync", "always")
+	r.s = harness.Start(t, append([]string{"--appendfsync", "always"}, args...)...)
 	r.reconnect()
 	return r
 }
