@@ -493,6 +493,11 @@ func objectEncodingCmd(c *Ctx) {
 	if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[2]); ok && m.Type == typeString && (m.Raw || m.Len > 44) {
 		c.W.BulkString("raw")
 		return
+	} else if ok && m.Grouped {
+		// A grouped collection is large: Redis's large encodings, told by the type alone.
+		c.W.BulkString(map[uint8]string{typeHash: "hashtable", typeSet: "hashtable", typeList: "quicklist",
+			typeZSet: "skiplist", typeStream: "stream"}[m.Type])
+		return
 	}
 	var enc string
 	found, err := c.KS.Get(c.Sess, c.DB(), c.Args[2], func(v keyspace.Value, m keyspace.Meta) error {
