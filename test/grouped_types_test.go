@@ -441,11 +441,6 @@ func TestGroupedStreamConstantRecords(t *testing.T) {
 	m("XREAD COUNT 10 (restarted)", []any{[]any{"s", gtStreamEnts(mid+1, mid+10, 1)}},
 		"XREAD", "COUNT", 10, "STREAMS", "s", fmt.Sprintf("%d-1", mid))
 	t.Run("XREADGROUP from disk", func(t *testing.T) {
-		t.Skip("BUG: on a grouped stream read from disk (after a restart; 50,000 or 300,000 entries), " +
-			"XREADGROUP GROUP g c COUNT 10 STREAMS s > costs 7 engine reads (want <= 5; 4 when the records " +
-			"are recent). xreadgroupCmd runs two transactions, a checking readS (directory, consumer groups' " +
-			"record, and the last chunk through lastEntry) and then updateS (directory, consumer groups' " +
-			"record, two chunks from rangeEntries), which reads the directory and the groups' record again")
 		k := newChecker(t, c)
 		v, err := gtMeasured(t, k, maxR, maxA, "XREADGROUP", "GROUP", "g", "c", "COUNT", 10, "STREAMS", "s", ">")
 		gtWant(t, "XREADGROUP COUNT 10 (restarted)", v, err, []any{[]any{"s", gtStreamEnts(21, 30, 1)}})

@@ -11,7 +11,7 @@ import (
 // Streams grouped by entry id. A stream whose encoding passes the keyspace's group threshold is
 // stored as chunks of consecutive entries and one record of its consumer groups (keyspace/
 // grouped.go). Each chunk is an encoded stream holding only entries, summary its entry count
-// (uvarint) and first id; the consumer groups' record, last, is an encoded stream holding only
+// (uvarint), first and last ids; the consumer groups' record, last, is an encoded stream holding only
 // the groups (their last ids, read counters, pending entries and consumers). The directory's meta
 // is the stream's header: last id, entries added, largest deleted id, length, chunk count. So
 // XADD reads and writes the last chunk (and, trimming, drops whole chunks from the front and cuts
@@ -45,16 +45,16 @@ func parseSMeta(m []byte) (h *streamValue, n, chunks int, err error) {
 }
 
 func sChunkSum(es []streamEntry) []byte {
-	return appendID(binary.AppendUvarint(nil, uint64(len(es))), es[0].id)
+	return appendID(appendID(binary.AppendUvarint(nil, uint64(len(es))), es[0].id), es[len(es)-1].id)
 }
 
-func parseSChunkSum(s []byte) (int, streamID, error) {
+func parseSChunkSum(s []byte) (n int, first, last streamID, err error) {
 	r := &streamReader{blobReader: blobReader{s}}
-	n, first := int(r.uvarint()), r.id()
+	n, first, last = int(r.uvarint()), r.id(), r.id()
 	if r.bad || len(r.b) != 0 {
-		return 0, streamID{}, errBadSGroup
+		return 0, first, last, errBadSGroup
 	}
-	return n, first, nil
+	return n, first, last, nil
 }
 
 // chunkValue is a chunk of entries es as it is encoded: a stream whose last id is theirs.
@@ -134,6 +134,7 @@ type schunk struct {
 	changed bool
 	count   int
 	first   streamID
+	last    streamID
 }
 
 // sview is a stream as a command sees it: whole when it is one record, or the chunks (loaded as
@@ -182,11 +183,11 @@ func openS(tx *keyspace.Tx, i int) (*sview, error) {
 	v := &sview{tx: tx, i: i, exists: true, grouped: true, d: d, hdr: h, n: n, chunks: make([]schunk, chunks)}
 	total := 0
 	for j := range v.chunks {
-		c, first, err := parseSChunkSum(d.Groups[j].Sum)
+		c, first, last, err := parseSChunkSum(d.Groups[j].Sum)
 		if err != nil {
 			return nil, err
 		}
-		v.chunks[j] = schunk{from: j, count: c, first: first}
+		v.chunks[j] = schunk{from: j, count: c, first: first, last: last}
 		total += c
 	}
 	if total != n {
@@ -267,13 +268,8 @@ func (v *sview) lastEntry() (streamID, error) {
 		}
 		return streamID{}, nil
 	}
-	for k := len(v.chunks) - 1; k >= 0; k-- {
-		if err := v.load(k); err != nil {
-			return streamID{}, err
-		}
-		if es := v.chunks[k].entries; len(es) > 0 {
-			return es[len(es)-1].id, nil
-		}
+	if k := len(v.chunks) - 1; k >= 0 {
+		return v.chunks[k].last, nil // a chunk is never empty
 	}
 	return streamID{}, nil
 }
@@ -365,9 +361,9 @@ func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 		c := &v.chunks[k]
 		c.entries = append(c.entries[:len(c.entries):len(c.entries)], e)
 		c.count++
-		c.changed = true
+		c.changed, c.last = true, id
 	} else {
-		v.chunks = append(v.chunks, schunk{from: -1, entries: []streamEntry{e}, loaded: true, changed: true, count: 1, first: id})
+		v.chunks = append(v.chunks, schunk{from: -1, entries: []streamEntry{e}, loaded: true, changed: true, count: 1, first: id, last: id})
 	}
 	v.hdr.lastID = id
 	v.hdr.entriesAdded++

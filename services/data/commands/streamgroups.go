@@ -229,17 +229,37 @@ func errNoKeyOrGroup(key, group []byte) Error {
 	return Error("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(group) + "'")
 }
 
+const errDollarGroup Error = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+
 func xreadgroupCmd(c *Ctx) {
 	a, err := parseXRead(c.Args, true)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	// Check every key, group and id before serving any.
+	// Check every key, group and id before serving any. One key is checked by the transaction
+	// that serves it, which changes nothing when a check fails.
 	after := make([]streamID, len(a.keys))
 	history := make([]bool, len(a.keys))
 	serve := make([]bool, len(a.keys))
+	single := len(a.keys) == 1
 	for i, key := range a.keys {
+		if single {
+			switch id := a.ids[i]; string(id) {
+			case "$":
+				c.Err(errDollarGroup)
+				return
+			case ">":
+			default:
+				if after[i], err = parseStreamID(id, 0, true, nil); err != nil {
+					c.Err(err)
+					return
+				}
+				history[i] = true
+			}
+			serve[i] = true
+			break
+		}
 		var g *streamGroup
 		var last streamID
 		exists := false
@@ -276,7 +296,7 @@ func xreadgroupCmd(c *Ctx) {
 		}
 		switch id := a.ids[i]; string(id) {
 		case "$":
-			c.Err(Error("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."))
+			c.Err(errDollarGroup)
 			return
 		case ">":
 			// Served now when the stream has entries after the group's last delivered one.
@@ -295,8 +315,9 @@ func xreadgroupCmd(c *Ctx) {
 			continue
 		}
 		r := streamResult{key: key, history: history[i]}
+		empty := false
 		err := updateS(c, key, func(v *sview) (bool, error) {
-			r.entries, r.ids = r.entries[:0], r.ids[:0]
+			r.entries, r.ids, empty = r.entries[:0], r.ids[:0], false
 			var g *streamGroup
 			if v.exists {
 				if err := v.groups(); err != nil {
@@ -304,8 +325,24 @@ func xreadgroupCmd(c *Ctx) {
 				}
 				g = v.value(nil).group(a.group)
 			}
-			if g == nil {
+			switch {
+			case single && c.Retrying && !v.exists:
+				return false, Error("UNBLOCKED the stream key no longer exists")
+			case single && c.Retrying && g == nil:
+				return false, Error("NOGROUP the consumer group this client was blocked on no longer exists")
+			case g == nil:
 				return false, Error("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(a.group) + "' in XREADGROUP with GROUP option")
+			}
+			if single && !r.history {
+				// Served only when the stream has entries after the group's last delivered one.
+				last, err := v.lastEntry()
+				if err != nil {
+					return false, err
+				}
+				if last.isZero() || !g.lastID.less(last) {
+					empty = true
+					return false, nil
+				}
 			}
 			now := nowMs()
 			cons, _ := g.addConsumer(string(a.consumer), now)
@@ -353,11 +390,16 @@ func xreadgroupCmd(c *Ctx) {
 			}
 			return true, nil
 		})
+		if single && c.Retrying && err == ErrWrongType {
+			err = Error("UNBLOCKED the stream key no longer exists")
+		}
 		if err != nil {
 			c.Err(err)
 			return
 		}
-		rs = append(rs, r)
+		if !empty {
+			rs = append(rs, r)
+		}
 	}
 	if len(rs) > 0 {
 		writeStreamResults(c, rs)
