@@ -31,6 +31,9 @@ type hashValue struct {
 	fields, vals [][]byte
 	flags        byte
 	index        memberIndex
+	// others counts the fields of the hash this value is a part of that it does not hold (a
+	// grouped hash's, keyed.go): the encoding's limits are the whole's.
+	others int
 }
 
 // memberIndex finds a member (a hash's field, a set's member) among a collection's: by a scan
@@ -172,7 +175,7 @@ func (h *hashValue) set(field, val []byte) bool {
 	h.fields = append(h.fields, field)
 	h.vals = append(h.vals, val)
 	h.index.appended(field, len(h.fields)-1)
-	if len(h.fields) > hashMaxListpackEntries {
+	if h.others+len(h.fields) > hashMaxListpackEntries {
 		h.flags |= hashTableEnc
 	}
 	return true
@@ -206,6 +209,7 @@ func (h *hashValue) keys() [][]byte { return h.fields }
 func (h *hashValue) size(i int) int { return len(h.fields[i]) + len(h.vals[i]) + 2 }
 func (h *hashValue) flagBits() byte { return h.flags }
 func (h *hashValue) orFlags(f byte) { h.flags |= f }
+func (h *hashValue) setOthers(n int) { h.others = n }
 
 func (h *hashValue) pick(idx []int) *hashValue {
 	p := &hashValue{flags: h.flags, fields: make([][]byte, len(idx)), vals: make([][]byte, len(idx))}
@@ -222,7 +226,7 @@ func (h *hashValue) absorb(o *hashValue) {
 	h.index = memberIndex{}
 }
 
-var hashType = &keyedType[*hashValue]{typ: typeHash, format: hashFormat, table: hashTableEnc, decode: decodeHash,
+var hashType = &keyedType[*hashValue]{typ: typeHash, format: hashFormat, decode: decodeHash,
 	empty: func() *hashValue { return &hashValue{} }}
 
 func init() { hashType.register() }

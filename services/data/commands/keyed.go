@@ -29,8 +29,10 @@ import (
 // rewritten whole (LAVIK.HREPLACE, RENAME, a restore).
 //
 // Commands that want the whole collection (HGETALL, SMEMBERS, SINTER, HSCAN, ...) read it
-// joined: every group in one batch of reads. Grouped collections are large, which Redis encodes
-// as hash tables; their flags say so.
+// joined: every group in one batch of reads. The collection's flags (the encoding OBJECT
+// ENCODING reports) are the whole's, in the directory's meta; a part a command changes knows how
+// many members the rest holds (setOthers), so that it converts when the whole passes Redis's
+// limits, as Redis does.
 
 // keyed is a decoded hash or set, as the grouped layer handles it.
 type keyed[T any] interface {
@@ -45,13 +47,14 @@ type keyed[T any] interface {
 	absorb(o T)
 	flagBits() byte
 	orFlags(f byte)
+	// setOthers says how many members of the whole it is a part of it does not hold.
+	setOthers(n int)
 }
 
 // keyedType is what the grouped layer needs of a type.
 type keyedType[T keyed[T]] struct {
 	typ    uint8
 	format byte
-	table  byte // the flag of the hash-table encoding, which every grouped value has
 	decode func([]byte) (T, error)
 	empty  func() T
 }
@@ -60,7 +63,7 @@ var errBadGroup = errors.New("ERR lavik: a grouped collection does not decode")
 
 // meta is a directory's meta for a collection of flags and n members.
 func (kt *keyedType[T]) meta(flags byte, n int) []byte {
-	return binary.AppendUvarint([]byte{kt.format, flags | kt.table}, uint64(n))
+	return binary.AppendUvarint([]byte{kt.format, flags}, uint64(n))
 }
 
 func (kt *keyedType[T]) parseMeta(m []byte) (flags byte, n int, err error) {
@@ -171,7 +174,6 @@ func (kt *keyedType[T]) appendGroups(d *keyspace.Directory, v T, idx []int, hs [
 			lo, first = 0, false
 		}
 		sub := v.pick(run)
-		sub.orFlags(kt.table)
 		d.Groups = append(d.Groups, keyspace.NewGroup(sub.encode(), groupSum(lo, len(run))))
 		start, acc = end, 0
 	}
@@ -230,7 +232,7 @@ func groupsFor(d *keyspace.Directory, ms [][]byte) []int {
 // part reads the groups js of key i's directory d into one collection.
 func (kt *keyedType[T]) part(tx *keyspace.Tx, i int, d *keyspace.Directory, js []int) (T, error) {
 	var zero T
-	flags, _, err := kt.parseMeta(d.Meta)
+	flags, n, err := kt.parseMeta(d.Meta)
 	if err != nil {
 		return zero, err
 	}
@@ -248,6 +250,7 @@ func (kt *keyedType[T]) part(tx *keyspace.Tx, i int, d *keyspace.Directory, js [
 		}
 		v.absorb(p)
 	}
+	v.setOthers(n - v.len())
 	return v, nil
 }
 
@@ -336,7 +339,7 @@ func (kt *keyedType[T]) putPart(c *Ctx, tx *keyspace.Tx, i int, d *keyspace.Dire
 		}
 		count += len(run)
 		sub := v.pick(run)
-		sub.orFlags(kt.table)
+		sub.orFlags(v.flagBits())
 		data := sub.encode()
 		if len(data) <= 2*target || len(run) == 1 {
 			nd.Groups = append(nd.Groups, keyspace.NewGroup(data, groupSum(lo, len(run))))

@@ -487,6 +487,30 @@ func randomkeyCmd(c *Ctx) {
 	c.W.Null()
 }
 
+// groupedEncoding is OBJECT ENCODING of the grouped collection of type typ at key.
+func groupedEncoding(c *Ctx, key []byte, typ uint8) (string, error) {
+	var flags byte
+	err := c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
+		d, err := tx.Dir(0)
+		if err != nil || d == nil || len(d.Meta) < 2 {
+			return err
+		}
+		flags = d.Meta[1]
+		return nil
+	})
+	switch typ {
+	case typeHash:
+		return (&hashValue{flags: flags}).encoding(), err
+	case typeSet:
+		return (&setValue{flags: flags}).encoding(), err
+	case typeZSet:
+		return (&zsetValue{flags: flags}).encoding(), err
+	case typeList:
+		return "quicklist", err
+	}
+	return "stream", err
+}
+
 func objectEncodingCmd(c *Ctx) {
 	// A string written by an in-place edit, or longer than any short encoding, is "raw" by
 	// its metadata alone: a large value is not read.
@@ -494,9 +518,14 @@ func objectEncodingCmd(c *Ctx) {
 		c.W.BulkString("raw")
 		return
 	} else if ok && m.Grouped {
-		// A grouped collection is large: Redis's large encodings, told by the type alone.
-		c.W.BulkString(map[uint8]string{typeHash: "hashtable", typeSet: "hashtable", typeList: "quicklist",
-			typeZSet: "skiplist", typeStream: "stream"}[m.Type])
+		// A grouped collection: its encoding from its directory's meta (the flags byte after the
+		// format byte, for hashes, sets and sorted sets), not from its groups.
+		enc, err := groupedEncoding(c, c.Args[2], m.Type)
+		if err != nil {
+			c.Err(err)
+			return
+		}
+		c.W.BulkString(enc)
 		return
 	}
 	var enc string

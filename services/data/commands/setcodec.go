@@ -30,6 +30,7 @@ type setValue struct {
 	members [][]byte
 	flags   byte
 	index   memberIndex
+	others  int // as hashValue's
 }
 
 func decodeSet(b []byte) (*setValue, error) {
@@ -74,7 +75,7 @@ func (s *setValue) add(m []byte) bool {
 	if s.has(m) {
 		return false
 	}
-	if _, ok := ParseInt(m); !ok || len(s.members)+1 > setMaxIntsetEntries {
+	if _, ok := ParseInt(m); !ok || s.others+len(s.members)+1 > setMaxIntsetEntries {
 		s.flags |= setTableEnc
 	}
 	s.members = append(s.members, m)
@@ -107,6 +108,7 @@ func (s *setValue) keys() [][]byte { return s.members }
 func (s *setValue) size(i int) int { return len(s.members[i]) + 1 }
 func (s *setValue) flagBits() byte { return s.flags }
 func (s *setValue) orFlags(f byte) { s.flags |= f }
+func (s *setValue) setOthers(n int) { s.others = n }
 
 func (s *setValue) pick(idx []int) *setValue {
 	p := &setValue{flags: s.flags, members: make([][]byte, len(idx))}
@@ -122,7 +124,7 @@ func (s *setValue) absorb(o *setValue) {
 	s.index = memberIndex{}
 }
 
-var setType = &keyedType[*setValue]{typ: keyspace.TypeSet, format: setFormat, table: setTableEnc, decode: decodeSet,
+var setType = &keyedType[*setValue]{typ: keyspace.TypeSet, format: setFormat, decode: decodeSet,
 	empty: func() *setValue { return &setValue{} }}
 
 func init() { setType.register() }

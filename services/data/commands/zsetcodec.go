@@ -44,6 +44,7 @@ type zsetValue struct {
 	items []zitem
 	flags byte
 	index map[string]float64
+	others int // as hashValue's
 }
 
 func decodeZSet(b []byte) (*zsetValue, error) {
@@ -127,7 +128,7 @@ func (z *zsetValue) set(m []byte, s float64) bool {
 	old, exists := z.score(m)
 	// As Redis's zsetAdd, the set becomes a skiplist before the member goes in; a listpack
 	// keeps no negative zero (it prints 0).
-	if len(m) > zsetMaxListpackValue || !exists && len(z.items)+1 > zsetMaxListpackEntries {
+	if len(m) > zsetMaxListpackValue || !exists && z.others+len(z.items)+1 > zsetMaxListpackEntries {
 		z.flags |= zsetSkiplistEnc
 	}
 	if s == 0 && z.flags&zsetSkiplistEnc == 0 {

@@ -31,7 +31,7 @@ import (
 var errBadZGroup = errors.New("ERR lavik: a grouped sorted set does not decode")
 
 func zmeta(flags byte, n, chunks int) []byte {
-	b := binary.AppendUvarint([]byte{zsetFormat, flags | zsetSkiplistEnc}, uint64(n))
+	b := binary.AppendUvarint([]byte{zsetFormat, flags}, uint64(n))
 	return binary.AppendUvarint(b, uint64(chunks))
 }
 
@@ -135,7 +135,7 @@ func init() {
 			}
 			// Each structure holds every item: targets from half the bytes each.
 			target := keyspace.GroupTarget(int64(len(val)))
-			flags := z.flags | zsetSkiplistEnc
+			flags := z.flags
 			gs := cutItems(nil, z.items, flags, target)
 			chunks := len(gs)
 			gs = cutMembers(gs, z.items, flags, target, 0, true)
@@ -306,7 +306,7 @@ func (v *zview) scratch(ms [][]byte) (*zsetValue, map[string]float64, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	z := &zsetValue{flags: v.flags | zsetSkiplistEnc}
+	z := &zsetValue{flags: v.flags, others: v.n - len(cur)}
 	for m, s := range cur {
 		z.items = append(z.items, zitem{s, []byte(m)})
 	}
@@ -351,10 +351,15 @@ func (v *zview) apply(ms [][]byte, z *zsetValue, old map[string]float64) error {
 	if err := v.need(js...); err != nil {
 		return err
 	}
+	// The encoding the command's changes gave the set (Redis converts a listpack to a skiplist
+	// before the member goes in), in every group it touches: a skiplist keeps -0.
+	v.flags |= z.flags
 	for _, ch := range chs {
 		g := v.memberGroup(ch.m)
+		v.got[g].flags = v.flags
 		if ch.had {
 			j := v.chunkOf(zitem{ch.was, ch.m})
+			v.got[j].flags = v.flags
 			v.got[j].remove(ch.m)
 			v.got[g].remove(ch.m)
 			v.dirty[j], v.dirty[g] = true, true
@@ -362,6 +367,7 @@ func (v *zview) apply(ms [][]byte, z *zsetValue, old map[string]float64) error {
 		}
 		if ch.has {
 			j := v.chunkOf(zitem{ch.now, ch.m})
+			v.got[j].flags = v.flags
 			v.got[j].set(ch.m, ch.now)
 			v.got[g].set(ch.m, ch.now)
 			v.dirty[j], v.dirty[g] = true, true
@@ -569,7 +575,7 @@ func (v *zview) store(c *Ctx) error {
 	}
 	target := keyspace.GroupTarget(total / 2)
 	nd := &keyspace.Directory{Groups: make([]keyspace.Group, 0, len(v.d.Groups)+2)}
-	flags := v.flags | zsetSkiplistEnc
+	flags := v.flags
 	for j := 0; j < v.chunks; j++ {
 		z := v.got[j]
 		switch {
