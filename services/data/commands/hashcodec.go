@@ -205,10 +205,10 @@ func appendUvarint(b []byte, n uint64) []byte { return binary.AppendUvarint(b, n
 
 // The grouped layer's view of a hash (keyed.go).
 
-func (h *hashValue) keys() [][]byte { return h.fields }
-func (h *hashValue) size(i int) int { return len(h.fields[i]) + len(h.vals[i]) + 2 }
-func (h *hashValue) flagBits() byte { return h.flags }
-func (h *hashValue) orFlags(f byte) { h.flags |= f }
+func (h *hashValue) keys() [][]byte  { return h.fields }
+func (h *hashValue) size(i int) int  { return len(h.fields[i]) + len(h.vals[i]) + 2 }
+func (h *hashValue) flagBits() byte  { return h.flags }
+func (h *hashValue) orFlags(f byte)  { h.flags |= f }
 func (h *hashValue) setOthers(n int) { h.others = n }
 
 func (h *hashValue) pick(idx []int) *hashValue {

@@ -104,10 +104,10 @@ func (s *setValue) encoding() string {
 
 // The grouped layer's view of a set (keyed.go).
 
-func (s *setValue) keys() [][]byte { return s.members }
-func (s *setValue) size(i int) int { return len(s.members[i]) + 1 }
-func (s *setValue) flagBits() byte { return s.flags }
-func (s *setValue) orFlags(f byte) { s.flags |= f }
+func (s *setValue) keys() [][]byte  { return s.members }
+func (s *setValue) size(i int) int  { return len(s.members[i]) + 1 }
+func (s *setValue) flagBits() byte  { return s.flags }
+func (s *setValue) orFlags(f byte)  { s.flags |= f }
 func (s *setValue) setOthers(n int) { s.others = n }
 
 func (s *setValue) pick(idx []int) *setValue {

@@ -41,9 +41,9 @@ func (a zitem) less(b zitem) bool {
 
 // zsetValue is a decoded sorted set; index maps a member to its score.
 type zsetValue struct {
-	items []zitem
-	flags byte
-	index map[string]float64
+	items  []zitem
+	flags  byte
+	index  map[string]float64
 	others int // as hashValue's
 }
 
