@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -289,8 +290,12 @@ func (v *zview) scores(ms [][]byte) (map[string]float64, error) {
 		return nil, err
 	}
 	for k, m := range ms {
-		if s, ok := v.got[js[k]].score(m); ok {
-			out[string(m)] = s
+		// One look in a group of hundreds: a scan, not the map score builds.
+		for _, it := range v.got[js[k]].items {
+			if bytes.Equal(it.member, m) {
+				out[string(m)] = it.score
+				break
+			}
 		}
 	}
 	return out, nil
@@ -354,27 +359,46 @@ func (v *zview) apply(ms [][]byte, z *zsetValue, old map[string]float64) error {
 	// The encoding the command's changes gave the set (Redis converts a listpack to a skiplist
 	// before the member goes in), in every group it touches: a skiplist keeps -0.
 	v.flags |= z.flags
+	// The scores are known: items are removed and inserted by position (the scratch set made
+	// -0 what the encoding keeps).
 	for _, ch := range chs {
 		g := v.memberGroup(ch.m)
 		v.got[g].flags = v.flags
 		if ch.had {
 			j := v.chunkOf(zitem{ch.was, ch.m})
 			v.got[j].flags = v.flags
-			v.got[j].remove(ch.m)
-			v.got[g].remove(ch.m)
+			v.got[j].removeItem(zitem{ch.was, ch.m})
+			v.got[g].removeItem(zitem{ch.was, ch.m})
 			v.dirty[j], v.dirty[g] = true, true
 			v.n--
 		}
 		if ch.has {
 			j := v.chunkOf(zitem{ch.now, ch.m})
 			v.got[j].flags = v.flags
-			v.got[j].set(ch.m, ch.now)
-			v.got[g].set(ch.m, ch.now)
+			v.got[j].insertItem(zitem{ch.now, ch.m})
+			v.got[g].insertItem(zitem{ch.now, ch.m})
 			v.dirty[j], v.dirty[g] = true, true
 			v.n++
 		}
 	}
 	return nil
+}
+
+// removeItem removes it, which z holds (its member index, if built, is dropped).
+func (z *zsetValue) removeItem(it zitem) {
+	if i := z.pos(it.score, it.member); i < len(z.items) && bytes.Equal(z.items[i].member, it.member) {
+		z.items = append(z.items[:i], z.items[i+1:]...)
+	}
+	z.index = nil
+}
+
+// insertItem inserts it, whose member z does not hold, in order.
+func (z *zsetValue) insertItem(it zitem) {
+	i := z.pos(it.score, it.member)
+	z.items = append(z.items, zitem{})
+	copy(z.items[i+1:], z.items[i:])
+	z.items[i] = it
+	z.index = nil
 }
 
 // rankOf is m's rank (from the lowest score).
