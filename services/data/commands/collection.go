@@ -133,6 +133,29 @@ func changeEach[T collection](c *Ctx, update func(*Ctx, []byte, [][]byte, func(T
 	c.W.Int(n)
 }
 
+// popFirstKey is the pop of LMPOP, BLPOP, ZMPOP, BZPOPMIN and the like: in one transaction,
+// pop (which pops and stores) runs on the first of keys that exists; a key of another type is
+// WRONGTYPE as pop opens it, except when a blocked client retries (it serves nobody then). key is
+// the key popped from, nil when every key is missing.
+func popFirstKey(c *Ctx, keys [][]byte, typ uint8, pop func(tx *keyspace.Tx, i int) error) (key []byte, err error) {
+	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
+		key = nil
+		for i := range keys {
+			m, ok := tx.Meta(i)
+			if !ok || c.Retrying && m.Type != typ {
+				continue
+			}
+			if err := pop(tx, i); err != nil {
+				return err
+			}
+			key = keys[i]
+			return nil
+		}
+		return nil
+	})
+	return key, err
+}
+
 // dbKeys names keys in the client's database.
 func dbKeys(c *Ctx, keys [][]byte) []kspKey {
 	ks := make([]kspKey, len(keys))

@@ -143,11 +143,13 @@ func prefetched(c *Ctx, key []byte) bool {
 }
 
 // readCollection runs fn on a view of the collection of type typ at key for a command that only
-// reads it: made by whole of the prefetched value (prefetched), or else by open in a transaction
-// that writes nothing.
+// reads it: made by whole of the value read whole (prefetched, or read with the index's read
+// lock), or, when the index says the value is grouped, by open in a transaction that writes
+// nothing (which reads only the groups fn asks for). A value that becomes grouped between the
+// look and the read is read whole, joined: correct, if slower.
 func readCollection[T collection, V any](c *Ctx, key []byte, typ uint8, decode func([]byte) (T, error),
 	whole func(v T, found bool) V, open func(tx *keyspace.Tx, i int) (V, error), fn func(V) error) error {
-	if prefetched(c, key) {
+	if m, ok := c.KS.Lookup(c.Sess, c.DB(), key); prefetched(c, key) || !ok || !m.Grouped {
 		v, found, err := readValue(c, key, typ, decode)
 		if err != nil {
 			return err
@@ -385,59 +387,66 @@ func (kt *keyedType[T]) putPart(c *Ctx, tx *keyspace.Tx, i int, d *keyspace.Dire
 	return tx.PutGroups(i, nd, expireAt, kt.typ)
 }
 
-// read is view for a command that only reads: the collection (or its part holding ms), found
-// false when the key is missing. A prefetched value (Ctx.Pre), never a grouped one, is used as
-// is.
+// read is view for a command that only reads (readCollection): the collection (or its part
+// holding ms), empty and found false when the key is missing.
 func (kt *keyedType[T]) read(c *Ctx, key []byte, ms [][]byte) (v T, found bool, err error) {
-	if prefetched(c, key) {
-		if v, found, err = readValue(c, key, kt.typ, kt.decode); err == nil && !found {
-			v = kt.empty()
+	err = readCollection(c, key, kt.typ, kt.decode, func(w T, ok bool) T {
+		if found = ok; !ok {
+			return kt.empty()
 		}
-		return v, found, err
-	}
-	err = c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		var e error
-		v, found, _, _, _, e = kt.view(tx, 0, ms)
-		return e
+		return w
+	}, func(tx *keyspace.Tx, i int) (T, error) {
+		w, ok, _, _, _, err := kt.view(tx, i, ms)
+		found = ok
+		return w, err
+	}, func(w T) error {
+		v = w
+		return nil
 	})
 	return v, found && err == nil, err
 }
 
-// count is the number of members of the collection at key: from a grouped one's directory.
+// count is the number of members of the collection at key: of a grouped one, from its
+// directory's meta (readCollection).
 func (kt *keyedType[T]) count(c *Ctx, key []byte) (int, error) {
-	if prefetched(c, key) {
-		v, found, err := readValue(c, key, kt.typ, kt.decode)
-		if err != nil || !found {
+	var n int
+	err := readCollection(c, key, kt.typ, kt.decode, func(w T, ok bool) int {
+		if !ok {
+			return 0
+		}
+		return w.len()
+	}, func(tx *keyspace.Tx, i int) (int, error) {
+		if !tx.Grouped(i) {
+			m, ok := tx.Meta(i)
+			if !ok {
+				return 0, nil
+			}
+			if m.Type != kt.typ {
+				return 0, ErrWrongType
+			}
+			b, _, err := tx.Value(i)
+			if err != nil {
+				return 0, err
+			}
+			w, err := kt.decode(b)
+			if err != nil {
+				return 0, err
+			}
+			return w.len(), nil
+		}
+		m, _ := tx.Meta(i)
+		if m.Type != kt.typ {
+			return 0, ErrWrongType
+		}
+		d, err := tx.Dir(i)
+		if err != nil {
 			return 0, err
 		}
-		return v.len(), nil
-	}
-	var n int
-	err := c.KS.Update(c.Sess, []kspKey{{DB: c.DB(), Key: key}}, func(tx *keyspace.Tx) error {
-		n = 0
-		m, ok := tx.Meta(0)
-		switch {
-		case !ok:
-			return nil
-		case m.Type != kt.typ:
-			return ErrWrongType
-		case tx.Grouped(0):
-			d, err := tx.Dir(0)
-			if err != nil {
-				return err
-			}
-			_, n, err = kt.parseMeta(d.Meta)
-			return err
-		}
-		b, _, err := tx.Value(0)
-		if err != nil {
-			return err
-		}
-		v, err := kt.decode(b)
-		if err == nil {
-			n = v.len()
-		}
-		return err
+		_, cnt, err := kt.parseMeta(d.Meta)
+		return cnt, err
+	}, func(cnt int) error {
+		n = cnt
+		return nil
 	})
 	return n, err
 }

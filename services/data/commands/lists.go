@@ -559,24 +559,13 @@ func lmpopKeys(at int) func([][]byte) ([]int, error) {
 // mpop pops up to count elements from the first non-empty list of keys: its name and the
 // elements, or a nil key when every list is missing (popFirst).
 func mpop(c *Ctx, keys [][]byte, left bool, count int64) (key []byte, popped [][]byte, err error) {
-	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
-		key, popped = nil, nil
-		for i := range keys {
-			m, ok := tx.Meta(i)
-			if !ok || c.Retrying && m.Type != typeList {
-				continue
-			}
-			v, err := openList(tx, i)
-			if err != nil {
-				return err
-			}
-			if popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32))); err != nil {
-				return err
-			}
-			key = keys[i]
-			return nil
+	key, err = popFirstKey(c, keys, typeList, func(tx *keyspace.Tx, i int) error {
+		v, err := openList(tx, i)
+		if err != nil {
+			return err
 		}
-		return nil
+		popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32)))
+		return err
 	})
 	return key, popped, err
 }

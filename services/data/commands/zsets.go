@@ -574,24 +574,15 @@ func zremrangebylexCmd(c *Ctx)   { zremRange(c, rangeLex) }
 // zpop pops up to count items (the lowest scores, or the highest with max) from the first
 // non-empty sorted set of keys: its key and the items, or a nil key (popFirst).
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zitem, err error) {
-	err = c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
-		key, items = nil, nil
-		for i := range keys {
-			m, ok := tx.Meta(i)
-			if !ok || c.Retrying && m.Type != typeZSet {
-				continue
-			}
-			v, err := openZ(tx, i)
-			if err != nil {
-				return err
-			}
-			if items, err = v.pop(max, int(min(count, math.MaxInt32))); err != nil {
-				return err
-			}
-			key = keys[i]
-			return v.store(c)
+	key, err = popFirstKey(c, keys, typeZSet, func(tx *keyspace.Tx, i int) error {
+		v, err := openZ(tx, i)
+		if err != nil {
+			return err
 		}
-		return nil
+		if items, err = v.pop(max, int(min(count, math.MaxInt32))); err != nil {
+			return err
+		}
+		return v.store(c)
 	})
 	return key, items, err
 }
