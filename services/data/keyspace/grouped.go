@@ -381,11 +381,17 @@ func (k *txKey) groupsPlan() (*manifest, []int) {
 	if k.gplan != nil {
 		return k.gplan, k.gnew
 	}
-	d := k.gview
 	if k.op == opPut {
-		d = splitValue(k.val, k.vtype)
-		k.gview = d
+		k.gview = splitValue(k.val, k.vtype)
 	}
+	k.gplan, k.gnew = k.planDir(k.gview)
+	return k.gplan, k.gnew
+}
+
+// planDir is the manifest of directory d over k's, and its new groups: over a directory of the
+// same object (PutGroups) its kept groups where they are and new ids from its counter; else a
+// new object.
+func (k *txKey) planDir(d *Directory) (*manifest, []int) {
 	m := &manifest{oid: newObjectID(), locs: make([]chunkLoc, len(d.Groups)), g: &groupDir{meta: d.Meta,
 		ids: make([]uint64, len(d.Groups)), lens: make([]int, len(d.Groups)), sums: make([][]byte, len(d.Groups))}}
 	if k.op == opGroups && k.manValid() && k.man.g != nil {
@@ -403,28 +409,14 @@ func (k *txKey) groupsPlan() (*manifest, []int) {
 		fresh = append(fresh, j)
 	}
 	m.length = int64(dirSize(m.g))
-	k.gplan, k.gnew = m, fresh
 	return m, fresh
 }
 
-// plannedDirSize is the size of the directory PutGroups will write for k (groupsPlan's, made
-// without it).
+// plannedDirSize is the size of the directory PutGroups will write for k, as Tx.Meta reports it
+// before the commit plans it for good.
 func (k *txKey) plannedDirSize() int {
-	d := k.gview
-	g := &groupDir{meta: d.Meta, ids: make([]uint64, len(d.Groups)), lens: make([]int, len(d.Groups)), sums: make([][]byte, len(d.Groups))}
-	if k.manValid() && k.man.g != nil {
-		g.next = k.man.g.next
-	}
-	for j, gr := range d.Groups {
-		g.sums[j], g.lens[j] = gr.Sum, gr.Len
-		if gr.from >= 0 && k.manValid() && k.man.g != nil {
-			g.ids[j] = k.man.g.ids[gr.from]
-		} else {
-			g.ids[j] = g.next
-			g.next++
-		}
-	}
-	return dirSize(g)
+	m, _ := k.planDir(k.gview)
+	return int(m.length)
 }
 
 // groupsLocked commits k's grouped value (PutGroups, or a put of a large value of a type not a
