@@ -457,6 +457,13 @@ func TestListCommands(t *testing.T) {
 		k.null("RPOPLPUSH", "src", "dst")
 		k.null("RPOPLPUSH", "missing", "other")
 		k.eq(0, "EXISTS", "missing", "other")
+		// A one-element list moved onto itself stays, and keeps its TTL.
+		k.eq(1, "RPUSH", "one", "x")
+		k.eq(1, "EXPIRE", "one", 1000)
+		k.eq("x", "RPOPLPUSH", "one", "one")
+		k.eq("x", "LMOVE", "one", "one", "LEFT", "LEFT")
+		checkList(t, k, "one", []string{"x"})
+		k.eq(1, "PERSIST", "one")
 	})
 
 	subtest(t, c, "LMPop", func(t *testing.T, k checker) {

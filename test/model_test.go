@@ -639,6 +639,23 @@ func (r *modelRun) fail(format string, args ...any) {
 		r.seed, r.done, fmt.Sprintf(format, args...), strings.Join(r.history, "\n  "))
 }
 
+// trace appends wire, the bytes of one pipeline, to the file $LAVIK_MODEL_TRACE names, if it
+// does: a failing seed's traffic, to replay against a server by hand.
+func (r *modelRun) trace(wire []byte) {
+	name := os.Getenv("LAVIK_MODEL_TRACE")
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		r.t.Fatalf("LAVIK_MODEL_TRACE: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(wire); err != nil {
+		r.t.Fatalf("LAVIK_MODEL_TRACE: %v", err)
+	}
+}
+
 func (r *modelRun) remember(s string) {
 	r.history = append(r.history, s)
 	if len(r.history) > 40 {
@@ -662,6 +679,7 @@ func (r *modelRun) batch(n int) {
 			break // the model is behind until the reply comes
 		}
 	}
+	r.trace(buf.Bytes())
 	werr := r.c.writeAsync(buf.Bytes())
 	for i, op := range ops {
 		got := r.readOp(op)
@@ -810,6 +828,7 @@ func checkModelDB(r *modelRun, when string, db int, want map[string]modelKey) {
 		buf.Write(wireCmd("PEXPIRETIME", k))
 	}
 	buf.Write(wireCmd("DBSIZE"))
+	r.trace(buf.Bytes())
 	werr := r.c.writeAsync(buf.Bytes())
 	for _, k := range keys {
 		e := want[k]

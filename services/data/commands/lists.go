@@ -465,6 +465,15 @@ func move(c *Ctx, src, dst []byte, fromLeft, toLeft bool) (moved []byte, err err
 				return ErrWrongType
 			}
 		}
+		if string(src) == string(dst) && sv.n == 1 {
+			// The one element moves onto itself: the list stays (with its TTL), rewritten as
+			// Redis touches it.
+			if err := sv.load(tx, 0, 0, 1); err != nil {
+				return err
+			}
+			moved = sv.l.elems[0]
+			return sv.store(c, tx, 0)
+		}
 		popped, err := popEnd(c, tx, 0, sv, fromLeft, 1)
 		if err != nil {
 			return err
