@@ -166,6 +166,8 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_index_bytes", ks.IndexBytes)
 	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
 	kv(b, "lavik_value_cache_bytes", valueCacheStats().Bytes)
+	kv(b, "lavik_dir_cache_bytes", ks.DirCache.Bytes)
+	kv(b, "lavik_dir_cache_bases", ks.DirCache.Bases)
 	kv(b, "lavik_gc_cycles", ms.NumGC)
 	kv(b, "lavik_gc_pause_total_ns", ms.PauseTotalNs)
 	p := gcPauses()
@@ -316,6 +318,8 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_value_cache_hits", vc.Hits)
 	kv(b, "lavik_value_cache_misses", vc.Misses)
 	kv(b, "lavik_value_cache_evictions", vc.Evictions)
+	kv(b, "lavik_dir_cache_hits", ks.DirCache.Hits)
+	kv(b, "lavik_dir_cache_misses", ks.DirCache.Misses)
 }
 
 // valueCache is the process's hot-value cache (nil when off), set once by main. It is reached

@@ -132,9 +132,12 @@ type schunk struct {
 	entries []streamEntry
 	loaded  bool
 	changed bool
-	count   int
-	first   streamID
-	last    streamID
+	// count, first and last are the chunk's summary, parsed from the directory when the
+	// view first needs them (sview.at): a command looks at a few chunks of thousands.
+	parsed bool
+	count  int
+	first  streamID
+	last   streamID
 }
 
 // sview is a stream as a command sees it: whole when it is one record, or the chunks (loaded as
@@ -151,6 +154,21 @@ type sview struct {
 	chunks  []schunk
 	cg      *streamValue // the consumer groups, when loaded
 	cgDirty bool
+	bad     bool // a chunk's summary did not parse (at)
+}
+
+// at is chunk j with its summary parsed. A summary that does not parse sets v.bad, which load,
+// store and the reads check.
+func (v *sview) at(j int) *schunk {
+	c := &v.chunks[j]
+	if !c.parsed {
+		n, first, last, err := parseSChunkSum(v.d.Groups[c.from].Sum)
+		if err != nil || n <= 0 {
+			v.bad = true
+		}
+		c.count, c.first, c.last, c.parsed = n, first, last, true
+	}
+	return c
 }
 
 // openS opens key i of tx as a stream: missing is exists false and an empty stream.
@@ -181,23 +199,17 @@ func openS(tx *keyspace.Tx, i int) (*sview, error) {
 		return nil, errBadSGroup
 	}
 	v := &sview{tx: tx, i: i, exists: true, grouped: true, d: d, hdr: h, n: n, chunks: make([]schunk, chunks)}
-	total := 0
 	for j := range v.chunks {
-		c, first, last, err := parseSChunkSum(d.Groups[j].Sum)
-		if err != nil {
-			return nil, err
-		}
-		v.chunks[j] = schunk{from: j, count: c, first: first, last: last}
-		total += c
-	}
-	if total != n {
-		return nil, errBadSGroup
+		v.chunks[j].from = j
 	}
 	return v, nil
 }
 
 // load reads chunks js of the view that are not loaded.
 func (v *sview) load(js ...int) error {
+	if v.bad {
+		return errBadSGroup
+	}
 	var want, at []int
 	for _, j := range js {
 		if c := &v.chunks[j]; !c.loaded && c.from >= 0 {
@@ -244,7 +256,7 @@ func (v *sview) value(es []streamEntry) *streamValue {
 	s := &streamValue{lastID: v.hdr.lastID, entriesAdded: v.hdr.entriesAdded, maxDeleted: v.hdr.maxDeleted,
 		entries: es, part: &streamPart{n: v.n}}
 	if len(v.chunks) > 0 {
-		s.part.first = v.chunks[0].first
+		s.part.first = v.at(0).first
 	}
 	if v.cg != nil {
 		s.groups = v.cg.groups
@@ -269,7 +281,10 @@ func (v *sview) lastEntry() (streamID, error) {
 		return streamID{}, nil
 	}
 	if k := len(v.chunks) - 1; k >= 0 {
-		return v.chunks[k].last, nil // a chunk is never empty
+		if c := v.at(k); !v.bad {
+			return c.last, nil // a chunk is never empty
+		}
+		return streamID{}, errBadSGroup
 	}
 	return streamID{}, nil
 }
@@ -279,7 +294,7 @@ func (v *sview) chunkFor(id streamID) int {
 	j := 0
 	for lo, hi := 0, len(v.chunks); lo < hi; {
 		mid := (lo + hi) / 2
-		if v.chunks[mid].first.cmp(id) <= 0 {
+		if v.at(mid).first.cmp(id) <= 0 {
 			j, lo = mid, mid+1
 		} else {
 			hi = mid
@@ -358,12 +373,12 @@ func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 		if err := v.load(k); err != nil {
 			return err
 		}
-		c := &v.chunks[k]
+		c := v.at(k)
 		c.entries = append(c.entries[:len(c.entries):len(c.entries)], e)
 		c.count++
 		c.changed, c.last = true, id
 	} else {
-		v.chunks = append(v.chunks, schunk{from: -1, entries: []streamEntry{e}, loaded: true, changed: true, count: 1, first: id, last: id})
+		v.chunks = append(v.chunks, schunk{from: -1, entries: []streamEntry{e}, loaded: true, changed: true, parsed: true, count: 1, first: id, last: id})
 	}
 	v.hdr.lastID = id
 	v.hdr.entriesAdded++
@@ -386,7 +401,7 @@ func (v *sview) trim(a *streamTrimArgs) error {
 	case trimMinID:
 		// Entries below minid: every chunk before the one minid falls in, and part of that one.
 		j := v.chunkFor(a.minid)
-		if len(v.chunks) > 0 && v.chunks[j].first.less(a.minid) {
+		if len(v.chunks) > 0 && v.at(j).first.less(a.minid) {
 			if err := v.load(j); err != nil {
 				return err
 			}
@@ -394,7 +409,7 @@ func (v *sview) trim(a *streamTrimArgs) error {
 			rm = int64(w.search(a.minid))
 		}
 		for k := 0; k < j; k++ {
-			rm += int64(v.chunks[k].count)
+			rm += int64(v.at(k).count)
 		}
 	default:
 		return nil
@@ -406,17 +421,20 @@ func (v *sview) trim(a *streamTrimArgs) error {
 		return nil
 	}
 	drop := 0
-	for drop < len(v.chunks) && int64(v.chunks[drop].count) <= rm {
+	for drop < len(v.chunks) && int64(v.at(drop).count) <= rm {
 		rm -= int64(v.chunks[drop].count)
 		v.n -= v.chunks[drop].count
 		drop++
+	}
+	if v.bad {
+		return errBadSGroup
 	}
 	v.chunks = v.chunks[drop:]
 	if rm > 0 && len(v.chunks) > 0 {
 		if err := v.load(0); err != nil {
 			return err
 		}
-		c := &v.chunks[0]
+		c := v.at(0)
 		c.entries = c.entries[rm:]
 		c.count -= int(rm)
 		c.first = c.entries[0].id
@@ -433,6 +451,9 @@ func (v *sview) store(c *Ctx) error {
 	m, _ := tx.Meta(i)
 	if !v.grouped {
 		return putValue(tx, i, v.whole, m.ExpireAt, typeStream)
+	}
+	if v.bad {
+		return errBadSGroup
 	}
 	var total int64
 	for _, ch := range v.chunks {
@@ -471,13 +492,19 @@ func (v *sview) store(c *Ctx) error {
 	}
 	target := keyspace.GroupTarget(total)
 	nd := &keyspace.Directory{Groups: make([]keyspace.Group, 0, len(v.chunks)+2)}
-	for _, ch := range v.chunks {
+	for j, ch := range v.chunks {
+		// The tail chunk, which XADD appends to, is cut as it passes the target, so that an
+		// append rewrites half a group on average; the others, as they pass twice it.
+		limit := 2 * target
+		if j == len(v.chunks)-1 {
+			limit = target
+		}
 		switch {
 		case !ch.changed:
 			nd.Groups = append(nd.Groups, v.d.Groups[ch.from])
 		case len(ch.entries) == 0:
 		default:
-			if enc := chunkValue(ch.entries).encode(); len(enc) <= 2*target {
+			if enc := chunkValue(ch.entries).encode(); len(enc) <= limit {
 				nd.Groups = append(nd.Groups, keyspace.NewGroup(enc, sChunkSum(ch.entries)))
 			} else {
 				nd.Groups = cutEntries(nd.Groups, ch.entries, target)

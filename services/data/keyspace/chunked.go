@@ -156,6 +156,11 @@ type manifest struct {
 	oid    uint64     // the object id its chunks carry
 	locs   []chunkLoc // chunk (or group) j's record
 	g      *groupDir  // a grouped value's directory: its groups' ids, lengths and summaries
+	// Of a patch directory (dirpatch.go): its base, the splices that make its groups of the
+	// base's, and its count of groups.
+	base    *dirBase
+	splices []dirSplice
+	count   int
 }
 
 // newObjectID returns the id of a new chunked value. Ids are random: two values sharing one
@@ -208,8 +213,14 @@ func (m *manifest) size() int {
 }
 
 // clone copies m deeply enough to change its locations.
+// A patch directory's clone is a whole directory (baseView).
 func (m *manifest) clone() *manifest {
 	c := *m
+	if m.g != nil {
+		c = *m.baseView()
+		g := *m.g
+		c.g = &g
+	}
 	c.locs = slices.Clone(m.locs)
 	return &c
 }
@@ -218,6 +229,9 @@ func (m *manifest) clone() *manifest {
 func (m *manifest) chunkRecSize(j int) int64 { return vlog.RecordSize(0, oidSize, m.spanLen(j)) }
 
 func (m *manifest) encode(dst []byte) []byte {
+	if m.g != nil && m.base != nil {
+		return m.encodePatch(dst)
+	}
 	if m.g != nil {
 		return m.encodeDir(dst)
 	}
@@ -458,6 +472,9 @@ func chunkedBytes(m *manifest, js []int, keyLen, extLen int) int64 {
 	for _, j := range js {
 		n += m.chunkRecSize(j)
 	}
+	if m.base != nil && m.base.fresh {
+		n += m.base.recSize()
+	}
 	return n + vlog.RecordSize(extLen, keyLen, m.size())
 }
 
@@ -483,9 +500,23 @@ func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte
 		}
 		m.locs[j] = chunkLoc{shard: uint16(s.id), loc: loc}
 	}
+	var newBase *dirBase
+	if b := m.base; b != nil && b.fresh {
+		// A patch directory's new base, after the groups it names.
+		bm := m.baseView()
+		ch.Sub = b.sub
+		loc, _, err := s.log.Append(ch, oid, bm.encodeDir(make([]byte, 0, b.n)))
+		if err != nil {
+			return fail(js, err)
+		}
+		b.loc, b.man, b.fresh = chunkLoc{shard: uint16(s.id), loc: loc}, bm, false
+		ks.bases.put(b.loc, bm)
+		newBase = b
+	}
 	h.Flags |= vlog.FlagDir
 	loc, lsn, err := s.log.AppendExt(h, ext, key, m.encode(make([]byte, 0, m.size())))
 	if err != nil {
+		ks.markBaseDead(newBase)
 		return fail(js, err)
 	}
 	return loc, lsn, nil
@@ -669,6 +700,12 @@ func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []b
 		if p.ready {
 			p.rd.Release()
 		}
+		if err == nil && p.chunked {
+			if err = ks.resolveDir(man); errors.Is(err, vlog.ErrSegmentGone) && attempt < readRetries && ks.moved(s, h, db, key, mloc) {
+				ks.stats.moved.Add(1)
+				continue // a collection moved the directory's base
+			}
+		}
 		if err != nil || !p.chunked {
 			return true, err
 		}
@@ -815,6 +852,9 @@ func (ks *Keyspace) drainLocked(s *shard) {
 			if err == nil {
 				m, r, err = s.manifestOf(rec, 0, nil, -1)
 			}
+			if err == nil {
+				err = ks.resolveDir(m)
+			}
 			switch {
 			case err == nil:
 				dead = append(dead, deadObj{m, r.Header.DB, append([]byte(nil), r.Key...)})
@@ -835,6 +875,7 @@ func (ks *Keyspace) drainLocked(s *shard) {
 				for j := range d.m.locs {
 					ks.markChunkDead(d.m, j)
 				}
+				ks.markBaseDead(d.m.base)
 				ks.unregisterLocked(s, d.m.oid, d.db, d.key)
 			}
 			s.deadMans = append(s.deadMans, again...)
@@ -871,6 +912,9 @@ func (ks *Keyspace) indexLiveLocked(s *shard) (map[uint32]int64, error) {
 		if err == nil {
 			m, _, err = s.manifestOf(rec, e.db(), key, int64(e.vlen))
 		}
+		if err == nil {
+			err = ks.resolveDir(m)
+		}
 		if err != nil {
 			if len(errs) < 10 {
 				errs = append(errs, fmt.Errorf("manifest of %d/%q: %w", e.db(), key, err))
@@ -881,6 +925,9 @@ func (ks *Keyspace) indexLiveLocked(s *shard) (map[uint32]int64, error) {
 			if int(cl.shard) == s.id {
 				live[cl.loc.Seg] += m.chunkRecSize(j)
 			}
+		}
+		if b := m.base; b != nil && int(b.loc.shard) == s.id {
+			live[b.loc.loc.Seg] += b.recSize()
 		}
 		s.registerLocked(m.oid, e.db(), key)
 		return nil
@@ -938,6 +985,9 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 		}
 		return err
 	})
+	if err == nil {
+		err = ks.resolveDir(man)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, vlog.ErrSegmentGone) && ks.moved(s, h, db, key, wantLoc):
@@ -957,7 +1007,8 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 			js = append(js, j)
 		}
 	}
-	if len(js) == 0 && mloc.Seg != seg {
+	baseHere := man.base != nil && int(man.base.loc.shard) == s.id && man.base.loc.loc.Seg == seg
+	if len(js) == 0 && mloc.Seg != seg && !baseHere {
 		return true, nil // nothing of it here (any more)
 	}
 	copies := make([]vlog.Loc, 0, len(js))
@@ -1033,6 +1084,9 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	for n, j := range js {
 		nm.locs[j] = chunkLoc{shard: uint16(s.id), loc: copies[n]}
 	}
+	if nm.g != nil {
+		planPatch(nm, nil) // a large directory gets a new base
+	}
 	e = s.ix.entry(i)
 	mh.ExpireAt = e.expireAt
 	loc, lsn, err := ks.appendChunkedLocked(s, mh, mext, key, nm, nil, nil)
@@ -1044,11 +1098,19 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	for _, j := range js {
 		ks.markChunkDead(man, j)
 	}
+	// A patch directory is rewritten whole: its base is dead.
+	ks.markBaseDead(man.base)
 	e.seg, e.off = loc.Seg, loc.Off
+	if nm.g != nil {
+		e.vlen = uint32(nm.length)
+	}
 	if invariants {
 		ks.checkEntryLocked(s, i)
 	}
 	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), nm.size())))
+	if b := nm.base; b != nil {
+		ks.rc.moved.Add(uint64(b.recSize()))
+	}
 	return true, s.log.Flush(lsn, false)
 }
 
@@ -1096,7 +1158,10 @@ func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]uint64)
 		if err == nil {
 			m, _, err = s.manifestOf(rec, c.key[0], []byte(c.key[1:]), c.length)
 		}
-		here := err != nil || c.loc.Seg == seg
+		if err == nil {
+			err = ks.resolveDir(m)
+		}
+		here := err != nil || c.loc.Seg == seg || m.base != nil && int(m.base.loc.shard) == s.id && m.base.loc.loc.Seg == seg
 		for j := 0; m != nil && !here && j < len(m.locs); j++ {
 			here = int(m.locs[j].shard) == s.id && m.locs[j].loc.Seg == seg
 		}

@@ -20,10 +20,11 @@ import (
 // the directory of the shard its hash picks, so another count would leave keys where lookups
 // never go) and the features in use: additions a version may make to the format without a new
 // version number, which an older binary must refuse rather than misread. This version writes
-// format 2 with the feature "groups": a put record with vlog.FlagDir whose type is not a string
-// is a grouped value's directory (grouped.go), not a chunked string's manifest. A format-2
-// directory without it (written before collections were grouped, when only strings were
-// chunked) gets the feature recorded when it is opened.
+// format 2 with the features "groups": a put record with vlog.FlagDir whose type is not a string
+// is a grouped value's directory (grouped.go), not a chunked string's manifest; and "patches":
+// such a directory may be a patch against a base (dirpatch.go). A format-2 directory without
+// them (written before collections were grouped, or before directories had patches) gets them
+// recorded when it is opened.
 //
 // A directory of format 1 (Lavik 0.1, which recorded only its shard count, in layoutFileV1) is
 // upgraded when it is opened (upgrade.go). A directory of a later format, or using a feature this
@@ -35,10 +36,17 @@ const (
 )
 
 // knownFeatures are the directory features this version reads.
-var knownFeatures = map[string]bool{featureGroups: true}
+var knownFeatures = map[string]bool{featureGroups: true, featurePatches: true}
 
-// featureGroups: grouped values' directories (grouped.go).
-const featureGroups = "groups"
+const (
+	// featureGroups: grouped values' directories (grouped.go).
+	featureGroups = "groups"
+	// featurePatches: patch directories (dirpatch.go).
+	featurePatches = "patches"
+)
+
+// features are the features this version writes.
+var features = []string{featureGroups, featurePatches}
 
 // dirFormat is a parsed formatFile.
 type dirFormat struct {
@@ -170,8 +178,8 @@ func checkFormat(fsys vfs.FS, dir string, shards int, log *slog.Logger) error {
 		if f.shards != shards {
 			return fmt.Errorf("keyspace: %s was created with %d shards; start with --shards %d (or auto)", dir, f.shards, f.shards)
 		}
-		if !slices.Contains(f.features, featureGroups) {
-			f.features = append(f.features, featureGroups)
+		if missing := slices.DeleteFunc(slices.Clone(features), func(n string) bool { return slices.Contains(f.features, n) }); len(missing) > 0 {
+			f.features = append(f.features, missing...)
 			if err := vfs.WriteFileAtomic(fsys, dir, formatFile, f.encode()); err != nil {
 				return fmt.Errorf("keyspace: record the data format: %w", err)
 			}
@@ -193,7 +201,7 @@ func checkFormat(fsys vfs.FS, dir string, shards int, log *slog.Logger) error {
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "shard-") }) {
 		return fmt.Errorf("keyspace: %s holds shard directories but no %s: not a Lavik data directory this version knows", dir, formatFile)
 	}
-	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards, features: []string{featureGroups}}.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards, features: features}.encode()); err != nil {
 		return fmt.Errorf("keyspace: record the data format: %w", err)
 	}
 	return nil

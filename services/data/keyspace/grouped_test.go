@@ -20,6 +20,18 @@ func groupTestOpts(fs vfs.FS, clk *testClock, groupMin int) Options {
 	return opts
 }
 
+// withPatchModes runs test twice: with directories one record up to patchMinDir, as the
+// server runs, and with every directory a base and patches.
+func withPatchModes(t *testing.T, test func(t *testing.T)) {
+	t.Run("default", test)
+	t.Run("patches", func(t *testing.T) {
+		old := patchMinDir
+		patchMinDir = 0
+		defer func() { patchMinDir = old }()
+		test(t)
+	})
+}
+
 // groupState is what a transaction and the readers see of a key that may be grouped.
 type groupState struct {
 	found   bool
@@ -157,7 +169,9 @@ func patterned(n int, seed uint64) []byte {
 // TestGroupedRoundTrip puts values of a type not a string of sizes around GroupMin and of a few
 // MB whole and reads them back (Get, a transaction's Value and groups, Lookup), then again after
 // a restart that replays the whole log and after one from a checkpoint.
-func TestGroupedRoundTrip(t *testing.T) {
+func TestGroupedRoundTrip(t *testing.T) { withPatchModes(t, testGroupedRoundTrip) }
+
+func testGroupedRoundTrip(t *testing.T) {
 	for _, ckpt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("checkpoint=%v", ckpt), func(t *testing.T) {
 			clk := newTestClock()
@@ -362,7 +376,9 @@ func groupRefErr(t testing.TB, ks *Keyspace, key string, r *gref) error {
 // threshold, deletes them, against a model of their groups, with restarts (from checkpoints and
 // by full replays) and collections of random segments between the edits. Last, the collector
 // gives back the space of what was overwritten and then of everything deleted.
-func TestGroupedModel(t *testing.T) {
+func TestGroupedModel(t *testing.T) { withPatchModes(t, testGroupedModel) }
+
+func testGroupedModel(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	clk := newTestClock()
@@ -715,11 +731,41 @@ func putDir(t testing.TB, ks *Keyspace, se *Session, key string, meta []byte, gr
 	return r
 }
 
+// replaceGroup replaces group j of key's grouped value (type vtype) with data in a transaction
+// that reads the directory and that group alone, and checks the group read was old (nil: any).
+func replaceGroup(t testing.TB, ks *Keyspace, se *Session, key string, j int, data []byte, vtype uint8, old []byte) {
+	t.Helper()
+	err := ks.Update(se, []Key{{Key: []byte(key)}}, func(tx *Tx) error {
+		d, err := tx.Dir(0)
+		if err != nil {
+			return err
+		}
+		gs, err := tx.Groups(0, []int{j})
+		if err != nil {
+			return err
+		}
+		if old != nil && !bytes.Equal(gs[0], old) {
+			return fmt.Errorf("group %d read %q", j, gs[0])
+		}
+		nd := &Directory{Meta: d.Meta, Groups: slices.Clone(d.Groups)}
+		nd.Groups[j] = NewGroup(data, d.Groups[j].Sum)
+		return tx.PutGroups(0, nd, 0, vtype)
+	})
+	if err == nil {
+		err = se.Wait()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGroupedEngineCounters: of a grouped value of 2000 groups, a transaction that reads its
 // directory and one group and replaces that group reads exactly those two records and appends
 // exactly two (the group and the new directory); Lookup reads nothing; a whole read reads the
 // directory and every group.
-func TestGroupedEngineCounters(t *testing.T) {
+func TestGroupedEngineCounters(t *testing.T) { withPatchModes(t, testGroupedEngineCounters) }
+
+func testGroupedEngineCounters(t *testing.T) {
 	if invariants {
 		t.Skip("counts reads, and the invariants build reads records back")
 	}
@@ -749,30 +795,7 @@ func TestGroupedEngineCounters(t *testing.T) {
 	}
 	const j = 1234
 	repl := patterned(size+10, 99)
-	reads, _, appended := engineDelta(ks, func() {
-		err := ks.Update(se, []Key{{Key: []byte(key)}}, func(tx *Tx) error {
-			d, err := tx.Dir(0)
-			if err != nil {
-				return err
-			}
-			gs, err := tx.Groups(0, []int{j})
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(gs[0], groups[j]) {
-				return fmt.Errorf("group %d read %q", j, gs[0])
-			}
-			nd := &Directory{Meta: d.Meta, Groups: slices.Clone(d.Groups)}
-			nd.Groups[j] = NewGroup(repl, d.Groups[j].Sum)
-			return tx.PutGroups(0, nd, 0, TypeList)
-		})
-		if err == nil {
-			err = se.Wait()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
+	reads, _, appended := engineDelta(ks, func() { replaceGroup(t, ks, se, key, j, repl, TypeList, groups[j]) })
 	r.groups[j] = repl
 	want := uint64(vlog.RecordSize(0, oidSize, len(repl)) + vlog.RecordSize(0, len(key), dirLen()))
 	t.Logf("focused edit of one group of %d: %d reads, %d bytes appended (a group and a directory: %d)", n, reads, appended, want)
@@ -837,7 +860,9 @@ func crashEach(t *testing.T, cr *crasher, mem *vfs.MemFS, op func()) []*vfs.MemF
 // value, a removal by an empty directory), with unsynced tails dropped whole or torn: the key
 // recovers to its old state or its new one, whole, never a mixture or a failed read, the
 // acknowledged write survives, and the accounting is exact.
-func TestGroupedCrashDuringWrite(t *testing.T) {
+func TestGroupedCrashDuringWrite(t *testing.T) { withPatchModes(t, testGroupedCrashDuringWrite) }
+
+func testGroupedCrashDuringWrite(t *testing.T) {
 	for _, random := range []bool{false, true} {
 		t.Run(fmt.Sprintf("torn=%v", random), func(t *testing.T) {
 			seed := testSeed(t)
@@ -967,7 +992,9 @@ func TestGroupedCrashDuringWrite(t *testing.T) {
 // TestGroupedCrashMulti crashes before every file-system call of a transaction over two keys, in
 // one shard or two, that edits a grouped value with PutGroups and puts the other key (a small
 // value, or a large one grouped whole): both keys recover old or both new.
-func TestGroupedCrashMulti(t *testing.T) {
+func TestGroupedCrashMulti(t *testing.T) { withPatchModes(t, testGroupedCrashMulti) }
+
+func testGroupedCrashMulti(t *testing.T) {
 	for _, sameShard := range []bool{true, false} {
 		for _, large := range []bool{false, true} {
 			t.Run(fmt.Sprintf("sameShard=%v/large=%v", sameShard, large), func(t *testing.T) {
@@ -1053,7 +1080,9 @@ func TestGroupedCrashMulti(t *testing.T) {
 // and by SetExpire) are gone, and once the collector has read their directories their groups
 // are dead: the live bytes come back to those of the value that stays, and the space is
 // given back.
-func TestGroupedExpiry(t *testing.T) {
+func TestGroupedExpiry(t *testing.T) { withPatchModes(t, testGroupedExpiry) }
+
+func testGroupedExpiry(t *testing.T) {
 	clk := newTestClock()
 	opts := groupTestOpts(vfs.NewMem(), clk, 1000)
 	opts.Shards, opts.SegmentSize = 1, 16<<10

@@ -89,6 +89,12 @@ func (ks *Keyspace) checkEntriesLocked(s *shard, idx []uint32) {
 		panic(fmt.Sprintf("keyspace invariant: shard %d: %v", s.id, err))
 	}
 	for _, m := range mans {
+		if err := ks.resolveDir(m); err != nil {
+			if isCorrupt(err) {
+				continue
+			}
+			panic(fmt.Sprintf("keyspace invariant: shard %d: base of object %x: %v", s.id, m.oid, err))
+		}
 		js := make([]int, len(m.locs))
 		for j, cl := range m.locs {
 			js[j] = j
@@ -131,6 +137,15 @@ func (ks *Keyspace) checkDropLocked(s *shard, gone func(seg uint32) bool) {
 			return nil // damaged media: its chunks cannot be found
 		}
 		if err != nil {
+			return err
+		}
+		if b := m.base; b != nil && int(b.loc.shard) == s.id && gone(b.loc.loc.Seg) {
+			return fmt.Errorf("segment %d dropped while a patch directory (object %x) names its base there", b.loc.loc.Seg, m.oid)
+		}
+		if err := ks.resolveDir(m); err != nil {
+			if isCorrupt(err) {
+				return nil
+			}
 			return err
 		}
 		for j, cl := range m.locs {

@@ -142,9 +142,11 @@ type Keyspace struct {
 		// the chunks they were reading (chunked.go).
 		moved atomic.Uint64
 	}
-	rc   reclaimer    // reclamation (reclaim.go)
-	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
-	tx   txState      // transactions in the log (txcond.go)
+	rc reclaimer // reclamation (reclaim.go)
+	// bases caches the decoded bases of patch directories (dirpatch.go).
+	bases baseCache
+	ckpt  ksCheckpoint // checkpoint counters (checkpoint.go)
+	tx    txState      // transactions in the log (txcond.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration

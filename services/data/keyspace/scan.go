@@ -341,6 +341,14 @@ type Stats struct {
 	LoadTime                                float64
 	Checkpoint                              CheckpointStats
 	Reclaim                                 ReclaimStats
+	// DirCache is the cache of large objects' directory bases (dirpatch.go).
+	DirCache DirCacheStats
+}
+
+// DirCacheStats are the directory-base cache's counters.
+type DirCacheStats struct {
+	Bases, Bytes int64
+	Hits, Misses uint64
 }
 
 // Stats collects counters from every shard. se (nil: none) is the caller's session.
@@ -353,6 +361,7 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 	}
 	st.Checkpoint = ks.checkpointStats()
 	st.Reclaim = ks.reclaimStats()
+	st.DirCache = ks.bases.stats()
 	for _, s := range ks.shards {
 		s.rlock(se)
 		st.Keys += int64(s.ix.count)

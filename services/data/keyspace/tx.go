@@ -430,8 +430,13 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding b
 			}
 			if err != nil {
 				err = ks.readErr(err)
-			} else {
+			} else if err = ks.resolveDir(m); err == nil {
 				k.man, k.manLoc, k.parts, k.dview = m, k.entry.loc(), nil, nil
+			} else if !holding && errors.Is(err, vlog.ErrSegmentGone) {
+				// A collection moved the directory's base: the next attempt finds the entry
+				// moved, or holds the locks.
+				ks.stats.moved.Add(1)
+				err = nil
 			}
 		default:
 			// A new buffer each time: a value put from this one (COPY, RENAME) may still use

@@ -141,7 +141,7 @@ func finishUpgrade(fsys vfs.FS, dir string, shards int, log *slog.Logger) error 
 			return fmt.Errorf("keyspace: upgrade: %w", err)
 		}
 	}
-	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards, features: []string{featureGroups}}.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, formatFile, dirFormat{version: formatVersion, shards: shards, features: features}.encode()); err != nil {
 		return fmt.Errorf("keyspace: upgrade: %w", err)
 	}
 	log.Info("data directory upgraded to format 2", "dir", dir)
