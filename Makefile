@@ -45,6 +45,7 @@ test: build vet fmt-check proto-check ## build and run the whole test suite (uni
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzReplyReader$$' -fuzztime=$(FUZZTIME) ./pkg/resp
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeRecord$$' -fuzztime=$(FUZZTIME) ./services/data/vlog
+	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeDir$$' -fuzztime=$(FUZZTIME) ./services/data/keyspace
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeHash$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeZSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
@@ -62,6 +63,10 @@ test-e2e: build ## end-to-end tests against the real binaries
 .PHONY: test-redis
 test-redis: ## run the end-to-end suite against redis-server (the reference behaviour)
 	cd test && LAVIK_TEST_SERVER=redis $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
+
+.PHONY: test-large
+test-large: build ## grouped values at full size: the 1,000,000-entry stream's constant records (~6 min)
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_GT_STREAM_N=1000000 $(GO) test $(GOFLAGS) -count=1 -timeout 1h -v -run 'TestGroupedStreamConstantRecords' .
 
 .PHONY: soak
 soak: build ## long randomized model test across restarts

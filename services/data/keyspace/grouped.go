@@ -52,10 +52,11 @@ import (
 //
 // # Memory
 //
-// Nothing per group is kept in DRAM: the directory is read from the log (the value cache may
-// hold it) and an object costs its index entry and its object id in shard.objs, like a chunked
-// string. The directory costs about 20-30 bytes per group on disk, under 1% of the group's bytes
-// at the group sizes GroupTarget picks.
+// Nothing per group is kept in DRAM but a large directory's decoded base while it is cached
+// (dirpatch.go: about 70 bytes a group, under 1% of the value at the group sizes GroupTarget
+// picks). An object costs its index entry and its object id in shard.objs, like a chunked
+// string. The directory costs about 20-30 bytes per group on disk; one over patchMinDir is a
+// base and a patch, so an edit rewrites the patch, not the directory.
 const (
 	// GroupMin is the encoded length above which a value that is not a string is grouped.
 	GroupMin = 32 << 10
