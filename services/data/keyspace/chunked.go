@@ -502,8 +502,12 @@ func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte
 	}
 	var newBase *dirBase
 	if b := m.base; b != nil && b.fresh {
-		// A patch directory's new base, after the groups it names.
-		bm := m.baseView()
+		// A patch directory's new base (or a relocated copy of its base), after the groups
+		// it names.
+		bm := b.man
+		if bm == nil {
+			bm = m.baseView()
+		}
 		ch.Sub = b.sub
 		loc, _, err := s.log.Append(ch, oid, bm.encodeDir(make([]byte, 0, b.n)))
 		if err != nil {
@@ -1084,9 +1088,10 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	for n, j := range js {
 		nm.locs[j] = chunkLoc{shard: uint16(s.id), loc: copies[n]}
 	}
-	if nm.g != nil {
-		planPatch(nm, nil) // a large directory gets a new base
-	}
+	// A directory keeps its form and length (a checkpoint's replay recognises the copy by it):
+	// a patch keeps its splices, against a copy of its base when the base or a group of it
+	// moved.
+	copiedBase := man.base != nil && relocatedPatch(man, nm, js, s.id, seg)
 	e = s.ix.entry(i)
 	mh.ExpireAt = e.expireAt
 	loc, lsn, err := ks.appendChunkedLocked(s, mh, mext, key, nm, nil, nil)
@@ -1098,18 +1103,16 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	for _, j := range js {
 		ks.markChunkDead(man, j)
 	}
-	// A patch directory is rewritten whole: its base is dead.
-	ks.markBaseDead(man.base)
-	e.seg, e.off = loc.Seg, loc.Off
-	if nm.g != nil {
-		e.vlen = uint32(nm.length)
+	if copiedBase {
+		ks.markBaseDead(man.base)
 	}
+	e.seg, e.off = loc.Seg, loc.Off
 	if invariants {
 		ks.checkEntryLocked(s, i)
 	}
 	ks.rc.moved.Add(uint64(vlog.RecordSize(len(mext), len(key), nm.size())))
-	if b := nm.base; b != nil {
-		ks.rc.moved.Add(uint64(b.recSize()))
+	if copiedBase {
+		ks.rc.moved.Add(uint64(nm.base.recSize()))
 	}
 	return true, s.log.Flush(lsn, false)
 }
@@ -1169,6 +1172,9 @@ func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]uint64)
 			move = append(move, c.key)
 			if err == nil && c.loc.Seg != seg {
 				spill += c.n
+			}
+			if err == nil && m.baseCopied(s.id, seg) && m.base.loc.loc.Seg != seg {
+				spill += m.base.recSize() // the copy kills the base where it lies
 			}
 		}
 		return nil

@@ -201,6 +201,9 @@ func decodePatch(b []byte) (*manifest, error) {
 	if len(p) != 0 {
 		return bad("trailing bytes")
 	}
+	if count > base.n/manifestLocSize+len(m.locs) {
+		return bad("more groups than its base and splices can hold") // before applyPatch allocates them
+	}
 	return m, nil
 }
 
@@ -425,6 +428,66 @@ func (ks *Keyspace) resolveDir(m *manifest) error {
 	}
 	ks.bases.put(b.loc, bm)
 	return m.applyPatch(bm)
+}
+
+// baseIndex maps each group of m, a resolved patch directory, to its index in the base, or -1
+// for a group its splices inserted.
+func (m *manifest) baseIndex() []int {
+	out := make([]int, len(m.locs))
+	b, j := 0, 0
+	for _, s := range m.splices {
+		for ; b < s.at; b, j = b+1, j+1 {
+			out[j] = b
+		}
+		for range s.ins {
+			out[j] = -1
+			j++
+		}
+		b += s.del
+	}
+	for ; j < len(out); b, j = b+1, j+1 {
+		out[j] = b
+	}
+	return out
+}
+
+// baseCopied reports whether relocating what segment seg of shard sid holds of m, a resolved
+// directory, copies its base: the base, or a group the base names, lies there.
+func (m *manifest) baseCopied(sid int, seg uint32) bool {
+	if m.base == nil {
+		return false
+	}
+	in := func(l chunkLoc) bool { return int(l.shard) == sid && l.loc.Seg == seg }
+	if in(m.base.loc) {
+		return true
+	}
+	for j, bi := range m.baseIndex() {
+		if bi >= 0 && in(m.locs[j]) {
+			return true
+		}
+	}
+	return false
+}
+
+// relocatedPatch makes nm, a whole clone of the resolved patch directory man whose groups js
+// moved out of segment seg of shard sid, the same patch: man's splices against man's base, or
+// against a copy of it (the same Sub, naming its moved groups where they are now) when
+// baseCopied. Its length is man's. It reports whether the base is copied.
+func relocatedPatch(man, nm *manifest, js []int, sid int, seg uint32) bool {
+	nb := *man.base
+	nb.fresh = false
+	if man.baseCopied(sid, seg) {
+		bi := man.baseIndex()
+		bm := man.base.man.clone()
+		for _, j := range js {
+			if bi[j] >= 0 {
+				bm.locs[bi[j]] = nm.locs[j]
+			}
+		}
+		nb.man, nb.fresh = bm, true
+	}
+	nm.base, nm.splices, nm.count, nm.length = &nb, man.splices, man.count, man.length
+	return nb.fresh
 }
 
 // markBaseDead records that no directory names base b any more, and drops it from the cache.

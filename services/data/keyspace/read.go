@@ -546,6 +546,12 @@ func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte
 	if err != nil {
 		return fn(Value{}, sn.meta, false, ks.readErr(err))
 	}
+	if err := ks.resolveDir(man); errors.Is(err, vlog.ErrSegmentGone) {
+		ks.stats.moved.Add(1)
+		return ks.readNowChunked(se, sn, db, key, fn)
+	} else if err != nil {
+		return fn(Value{}, sn.meta, false, err)
+	}
 	unpin, ok := ks.pinChunks(man)
 	if !ok {
 		ks.stats.moved.Add(1)
