@@ -440,8 +440,9 @@ func TestGroupedRestartAndKill(t *testing.T) {
 			}
 		}
 	}
-	// An HGET of a grouped hash reads the directory and a group. (The least of three tries: the
-	// collector's reads are counted too.)
+	// An HGET of a grouped hash reads a group and the directory, unless the directory is cached
+	// (the last write of the key leaves it so). (The least of three tries: the collector's reads
+	// are counted too.)
 	hgetReads := func() int64 {
 		t.Helper()
 		f := slices.Sorted(maps.Keys(m.hash))[0]
@@ -456,8 +457,8 @@ func TestGroupedRestartAndKill(t *testing.T) {
 		t.Logf("HGET gh (%d fields): %d engine reads", len(m.hash), least)
 		return least
 	}
-	if n := hgetReads(); n != 2 {
-		t.Errorf("HGET of a grouped hash of %d fields: %d engine reads; want 2 (the directory and a group)", len(m.hash), n)
+	if n := hgetReads(); n < 1 || n > 2 {
+		t.Errorf("HGET of a grouped hash of %d fields: %d engine reads; want a group and the directory unless it is cached", len(m.hash), n)
 	}
 	shrinkTo(10)
 	logSizes("shrunk")

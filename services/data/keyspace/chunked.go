@@ -514,7 +514,7 @@ func (ks *Keyspace) appendChunkedLocked(s *shard, h vlog.Header, ext, key []byte
 			return fail(js, err)
 		}
 		b.loc, b.man, b.fresh = chunkLoc{shard: uint16(s.id), loc: loc}, bm, false
-		ks.bases.put(b.loc, bm)
+		ks.dirs.put(b.loc, bm)
 		newBase = b
 	}
 	h.Flags |= vlog.FlagDir
@@ -1105,6 +1105,10 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	}
 	if copiedBase {
 		ks.markBaseDead(man.base)
+	}
+	if nm.g != nil {
+		ks.dirs.drop(headLoc(s, e))
+		ks.dirs.put(chunkLoc{shard: uint16(s.id), loc: loc}, nm)
 	}
 	e.seg, e.off = loc.Seg, loc.Off
 	if invariants {

@@ -47,7 +47,7 @@ import (
 // # Reading
 //
 // A reader of a patch needs its base: resolveDir reads it (one more read) unless the keyspace's
-// cache of decoded bases (baseCache, dirCacheBytes of DRAM) holds it. Bases never change once
+// cache of decoded bases (dirCache, dirCacheBytes of DRAM) holds it. Bases never change once
 // written and segment ids are never reused, so the cache needs no invalidation. With it, a
 // focused command on a large object costs the same reads as with a one-level directory: the
 // patch and the groups.
@@ -299,14 +299,14 @@ func planPatch(m, prev *manifest) {
 		if n := patchSize(m, spl); n <= patchLimit(prev.base.n) {
 			b := *prev.base
 			b.fresh = false
-			m.base, m.splices, m.length = &b, spl, int64(n)
+			m.base, m.splices, m.length, m.count = &b, spl, int64(n), len(m.locs)
 			return
 		}
 	}
 	m.base = &dirBase{sub: m.g.next, fresh: true}
 	m.g.next++
 	m.base.n = dirSize(m.g)
-	m.length = int64(patchSize(m, nil))
+	m.length, m.count = int64(patchSize(m, nil)), len(m.locs)
 }
 
 // baseView is m as a whole directory (its groups, no base), what a new base holds.
@@ -317,8 +317,8 @@ func (m *manifest) baseView() *manifest {
 	return &c
 }
 
-// baseCache holds decoded bases by location, up to dirCacheBytes.
-type baseCache struct {
+// dirCache holds decoded bases by location, up to dirCacheBytes.
+type dirCache struct {
 	mu           sync.Mutex
 	m            map[chunkLoc]*manifest
 	order        []chunkLoc // insertion order, for eviction
@@ -326,7 +326,7 @@ type baseCache struct {
 	hits, misses uint64
 }
 
-func (c *baseCache) stats() DirCacheStats {
+func (c *dirCache) stats() DirCacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return DirCacheStats{Bases: int64(len(c.m)), Bytes: int64(c.bytes), Hits: c.hits, Misses: c.misses}
@@ -335,7 +335,7 @@ func (c *baseCache) stats() DirCacheStats {
 // baseCost is the DRAM a decoded base holds, about.
 func baseCost(m *manifest) int { return len(m.locs)*64 + len(m.g.meta) + 128 }
 
-func (c *baseCache) get(l chunkLoc) *manifest {
+func (c *dirCache) get(l chunkLoc) *manifest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.m[l]
@@ -347,7 +347,7 @@ func (c *baseCache) get(l chunkLoc) *manifest {
 	return m
 }
 
-func (c *baseCache) drop(l chunkLoc) {
+func (c *dirCache) drop(l chunkLoc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.m[l]; ok {
@@ -361,7 +361,7 @@ func (c *baseCache) drop(l chunkLoc) {
 	}
 }
 
-func (c *baseCache) put(l chunkLoc, m *manifest) {
+func (c *dirCache) put(l chunkLoc, m *manifest) {
 	cost := baseCost(m)
 	if cost > dirCacheBytes/4 {
 		return
@@ -395,7 +395,7 @@ func (ks *Keyspace) resolveDir(m *manifest) error {
 		return nil
 	}
 	b := m.base
-	if bm := ks.bases.get(b.loc); bm != nil {
+	if bm := ks.dirs.get(b.loc); bm != nil {
 		return m.applyPatch(bm)
 	}
 	if int(b.loc.shard) >= len(ks.shards) {
@@ -426,7 +426,7 @@ func (ks *Keyspace) resolveDir(m *manifest) error {
 		}
 		return ks.readErr(err)
 	}
-	ks.bases.put(b.loc, bm)
+	ks.dirs.put(b.loc, bm)
 	return m.applyPatch(bm)
 }
 
@@ -490,10 +490,15 @@ func relocatedPatch(man, nm *manifest, js []int, sid int, seg uint32) bool {
 	return nb.fresh
 }
 
+// headLoc is where the record of entry e of shard s lies.
+func headLoc(s *shard, e *entry) chunkLoc {
+	return chunkLoc{shard: uint16(s.id), loc: vlog.Loc{Seg: e.seg, Off: e.off}}
+}
+
 // markBaseDead records that no directory names base b any more, and drops it from the cache.
 func (ks *Keyspace) markBaseDead(b *dirBase) {
 	if b != nil && int(b.loc.shard) < len(ks.shards) {
 		ks.logOf(b.loc.shard).MarkChunkDead(b.loc.loc, b.recSize())
-		ks.bases.drop(b.loc)
+		ks.dirs.drop(b.loc)
 	}
 }

@@ -463,10 +463,15 @@ func (tx *Tx) groupsLocked(se *Session, k *txKey, i uint32, found bool, ext []by
 	} else if found {
 		s.markDeadLocked(s.ix.entry(i))
 	}
+	if found {
+		tx.ks.dirs.drop(headLoc(s, s.ix.entry(i)))
+	}
 	v := valueRef{vtype: k.vtype | vtChunked, tx: code, expireAt: k.expireAt, seg: loc.Seg, off: loc.Off, vlen: uint32(m.length)}
 	if _, _, err = s.pointLocked(i, found, uint32(k.hash), k.db, k.key, v); err != nil {
 		return err
 	}
+	// The next transaction on the key finds its directory decoded and resolved.
+	tx.ks.dirs.put(chunkLoc{shard: uint16(s.id), loc: loc}, m)
 	s.registerLocked(m.oid, k.db, k.key)
 	if invariants {
 		tx.ks.checkKeyLocked(s, k.db, k.key)

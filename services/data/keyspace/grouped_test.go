@@ -731,6 +731,23 @@ func putDir(t testing.TB, ks *Keyspace, se *Session, key string, meta []byte, gr
 	return r
 }
 
+// readDirManifest is key's directory as a transaction reads it.
+func readDirManifest(t testing.TB, ks *Keyspace, key string) *manifest {
+	t.Helper()
+	var m *manifest
+	err := ks.Update(ks.NewSession(), []Key{{Key: []byte(key)}}, func(tx *Tx) error {
+		if _, err := tx.Dir(0); err != nil {
+			return err
+		}
+		m = tx.keys[0].man
+		return nil
+	})
+	if err != nil || m == nil {
+		t.Fatalf("directory of %q: %v", key, err)
+	}
+	return m
+}
+
 // replaceGroup replaces group j of key's grouped value (type vtype) with data in a transaction
 // that reads the directory and that group alone, and checks the group read was old (nil: any).
 func replaceGroup(t testing.TB, ks *Keyspace, se *Session, key string, j int, data []byte, vtype uint8, old []byte) {
@@ -795,12 +812,25 @@ func testGroupedEngineCounters(t *testing.T) {
 	}
 	const j = 1234
 	repl := patterned(size+10, 99)
+	// With no directory cached, the edit reads the directory (a patch: and its base) and the
+	// group.
+	patch := readDirManifest(t, ks, key).base != nil
+	ks.dirs = dirCache{}
+	wantReads := uint64(2)
+	if patch {
+		wantReads = 3
+	}
 	reads, _, appended := engineDelta(ks, func() { replaceGroup(t, ks, se, key, j, repl, TypeList, groups[j]) })
 	r.groups[j] = repl
 	want := uint64(vlog.RecordSize(0, oidSize, len(repl)) + vlog.RecordSize(0, len(key), dirLen()))
 	t.Logf("focused edit of one group of %d: %d reads, %d bytes appended (a group and a directory: %d)", n, reads, appended, want)
-	if reads != 2 || appended != want {
-		t.Fatalf("focused edit: %d reads, %d bytes appended; want 2 reads (directory, group) and %d bytes (group, directory)", reads, appended, want)
+	if reads != wantReads || appended != want {
+		t.Fatalf("focused edit: %d reads, %d bytes appended; want %d reads (directory, base if a patch (%v), group) and %d bytes (group, directory)", reads, appended, wantReads, patch, want)
+	}
+	// The directory the edit wrote is cached: the next edit reads its group alone.
+	reads, _, _ = engineDelta(ks, func() { replaceGroup(t, ks, se, key, j+1, groups[j+1], TypeList, groups[j+1]) })
+	if reads != 1 {
+		t.Fatalf("focused edit after one: %d reads, want 1 (the group; the directory is cached)", reads)
 	}
 	reads, _, _ = engineDelta(ks, func() {
 		got, _, ok := getGrouped(t, ks, 0, key)

@@ -143,8 +143,9 @@ type Keyspace struct {
 		moved atomic.Uint64
 	}
 	rc reclaimer // reclamation (reclaim.go)
-	// bases caches the decoded bases of patch directories (dirpatch.go).
-	bases baseCache
+	// dirs caches decoded directories of grouped values: patch directories' bases and keys'
+	// current directories, resolved (dirpatch.go).
+	dirs dirCache
 	ckpt  ksCheckpoint // checkpoint counters (checkpoint.go)
 	tx    txState      // transactions in the log (txcond.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.

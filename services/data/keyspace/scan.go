@@ -361,7 +361,7 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 	}
 	st.Checkpoint = ks.checkpointStats()
 	st.Reclaim = ks.reclaimStats()
-	st.DirCache = ks.bases.stats()
+	st.DirCache = ks.dirs.stats()
 	for _, s := range ks.shards {
 		s.rlock(se)
 		st.Keys += int64(s.ix.count)

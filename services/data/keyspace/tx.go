@@ -376,6 +376,11 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 // whose chunks are read after their manifests. The keys' shard locks are held.
 func (tx *Tx) wantedLocked() (pend []*pendingRead, want, chunked []*txKey) {
 	for _, k := range tx.uniq {
+		if k.found && k.wants() && k.entry.chunked() && !k.manValid() && k.entry.vtype() != TypeString {
+			if m := tx.ks.dirs.get(headLoc(k.shard, &k.entry)); m != nil {
+				k.man, k.manLoc, k.parts, k.dview = m, k.entry.loc(), nil, nil
+			}
+		}
 		if !k.found || !k.wants() || k.entry.chunked() && k.manValid() {
 			continue // a chunked value's chunks are read after its manifest (fetch)
 		}
@@ -432,6 +437,9 @@ func (ks *Keyspace) fetch(pend []*pendingRead, want, chunked []*txKey, holding b
 				err = ks.readErr(err)
 			} else if err = ks.resolveDir(m); err == nil {
 				k.man, k.manLoc, k.parts, k.dview = m, k.entry.loc(), nil, nil
+				if m.g != nil {
+					ks.dirs.put(headLoc(k.shard, &k.entry), m)
+				}
 			} else if !holding && errors.Is(err, vlog.ErrSegmentGone) {
 				// A collection moved the directory's base: the next attempt finds the entry
 				// moved, or holds the locks.
