@@ -146,8 +146,8 @@ type Keyspace struct {
 	// dirs caches decoded directories of grouped values: patch directories' bases and keys'
 	// current directories, resolved (dirpatch.go).
 	dirs dirCache
-	ckpt  ksCheckpoint // checkpoint counters (checkpoint.go)
-	tx    txState      // transactions in the log (txcond.go)
+	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
+	tx   txState      // transactions in the log (txcond.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
