@@ -64,10 +64,6 @@ test-e2e: build ## end-to-end tests against the real binaries
 test-redis: ## run the end-to-end suite against redis-server (the reference behaviour)
 	cd test && LAVIK_TEST_SERVER=redis $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
-.PHONY: test-large
-test-large: build ## grouped values at full size: the 1,000,000-entry stream's constant records (~6 min)
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_GT_STREAM_N=1000000 $(GO) test $(GOFLAGS) -count=1 -timeout 1h -v -run 'TestGroupedStreamConstantRecords' .
-
 .PHONY: soak
 soak: build ## long randomized model test across restarts
 	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...

@@ -361,6 +361,20 @@ func (v *sview) entry(id streamID) (*streamEntry, error) {
 	return nil, nil
 }
 
+// streamTailCut is the size past which a grouped stream's last chunk, which every XADD
+// rewrites, is sealed and a new one started; a sealed chunk is merged into the one before it
+// while the two fit the group target, so that groups stay near the target (few groups, a small
+// directory) while an XADD rewrites 2 KiB on average.
+const streamTailCut = 4 << 10
+
+// chunkLen is the encoded size of chunk j.
+func (v *sview) chunkLen(j int) int {
+	if c := &v.chunks[j]; c.changed || c.from < 0 {
+		return len(chunkValue(c.entries).encode())
+	}
+	return v.d.Groups[v.chunks[j].from].Len
+}
+
 // appendEntry adds an entry at the end (XADD; its id is above the last).
 func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 	if !v.grouped {
@@ -369,7 +383,8 @@ func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 		return nil
 	}
 	e := streamEntry{id: id, fields: fields}
-	if k := len(v.chunks) - 1; k >= 0 {
+	k := len(v.chunks) - 1
+	if k >= 0 && v.chunkLen(k) < streamTailCut {
 		if err := v.load(k); err != nil {
 			return err
 		}
@@ -378,6 +393,21 @@ func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 		c.count++
 		c.changed, c.last = true, id
 	} else {
+		if k >= 1 && v.chunkLen(k-1)+v.chunkLen(k) <= keyspace.GroupTarget(v.d.Bytes()) {
+			// Seal the last chunk into the one before it.
+			if err := v.load(k-1, k); err != nil {
+				return err
+			}
+			last := v.at(k)
+			c := v.at(k - 1)
+			c.entries = append(c.entries[:len(c.entries):len(c.entries)], last.entries...)
+			c.count += last.count
+			c.changed, c.last = true, last.last
+			v.chunks = v.chunks[:k]
+		}
+		if v.bad {
+			return errBadSGroup
+		}
 		v.chunks = append(v.chunks, schunk{from: -1, entries: []streamEntry{e}, loaded: true, changed: true, parsed: true, count: 1, first: id, last: id})
 	}
 	v.hdr.lastID = id

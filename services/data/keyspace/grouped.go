@@ -258,14 +258,14 @@ func joinValue(vtype uint8, meta []byte, groups [][]byte) ([]byte, error) {
 func isPlain(meta []byte) bool { return len(meta) == 0 }
 
 // GroupTarget is the size a type keeps its groups near for a value of total bytes: the square
-// root of twice the total, between 8 KiB and 64 KiB. An edit rewrites a group and a patch of the
-// directory (dirpatch.go), whose share of the base grows with the groups' count, so groups grow
-// slowly with the value; at least 8 KiB keeps a cached base (about 70 bytes a group in DRAM)
-// under 1% of the value. A 30 MB value has 8 KiB groups (a base of 95 KB); 100 MB, 14 KiB
+// root of twice the total, between 16 KiB and 64 KiB. An edit rewrites a group and a patch of
+// the directory (dirpatch.go), whose share of the base grows with the groups' count, so groups
+// grow slowly with the value; at least 16 KiB keeps a large value's decoded directory and base
+// in DRAM (about 50 and 60 bytes a group) under 1% of the value. A 30 MB value has 16 KiB
 // groups; 2 GB, 64 KiB.
 func GroupTarget(total int64) int {
 	t := int(math.Sqrt(float64(total) * 2))
-	return min(max(t, 8<<10), 64<<10)
+	return min(max(t, 16<<10), 64<<10)
 }
 
 // GroupMin is the encoded length above which a value that is not a string is grouped.
