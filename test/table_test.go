@@ -13,6 +13,7 @@ package test
 
 import (
 	"bufio"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -321,6 +322,16 @@ var tblSamples = []tblSample{
 	{name: "object"},
 	{name: "object|encoding", setup: tblSetK("12345"), args: []string{"OBJECT", "ENCODING", "k"}, keys: tblK, want: "int"},
 	{name: "object|help", args: []string{"OBJECT", "HELP"}, want: tblHelp("OBJECT")},
+	{name: "debug"},
+	{name: "debug|digest", setup: tblSetK("v"), args: []string{"DEBUG", "DIGEST"}, want: tblCheck(tblDigest)},
+	{name: "debug|digest-value", setup: tblSetK("v"), args: []string{"DEBUG", "DIGEST-VALUE", "k"}, want: tblCheck(func(v any) string {
+		if a, ok := v.([]any); !ok || len(a) != 1 {
+			return "want one digest"
+		}
+		return tblDigest(v.([]any)[0])
+	})},
+	{name: "debug|help", args: []string{"DEBUG", "HELP"}, want: tblHelp("DEBUG")},
+	{name: "lavik.digest", setup: tblSetK("v"), args: []string{"LAVIK.DIGEST"}, want: tblCheck(tblDigest)},
 }
 
 var (
@@ -908,6 +919,15 @@ func tblIntIn(lo, hi int64) tblCheck {
 		}
 		return ""
 	}
+}
+
+// tblDigest wants a keyspace digest of something: forty hex digits, not all zero.
+func tblDigest(v any) string {
+	s, ok := v.(tblSimple)
+	if _, err := hex.DecodeString(string(s)); !ok || len(s) != 40 || err != nil || s == tblSimple(strings.Repeat("0", 40)) {
+		return "want a status of forty hex digits, not all zero"
+	}
+	return ""
 }
 
 func tblContains(sub string) tblCheck {

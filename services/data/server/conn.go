@@ -254,7 +254,7 @@ func (c *conn) heavy(args [][]byte) bool {
 			}
 		}
 		return total > heavyValue
-	case "keys", "scan", "randomkey", "flushdb", "flushall", "rename", "renamenx", "copy", "move":
+	case "keys", "scan", "randomkey", "flushdb", "flushall", "rename", "renamenx", "copy", "move", "lavik.digest", "debug":
 		return true
 	}
 	if cmd.Flags&commands.FlagBlocking != 0 {
