@@ -8,6 +8,30 @@ import (
 	"github.com/lavikdb/lavik/pkg/vfs"
 )
 
+// setPatchMin sets patchMinDir for the test.
+func setPatchMin(t *testing.T, v int) {
+	old := patchMinDir
+	patchMinDir = v
+	t.Cleanup(func() { patchMinDir = old })
+}
+
+// patternedGroups is n groups of size bytes each.
+func patternedGroups(n, size int) [][]byte {
+	groups := make([][]byte, n)
+	for j := range groups {
+		groups[j] = patterned(size, uint64(j))
+	}
+	return groups
+}
+
+// smallSegmentOpts are the options of a one-shard keyspace on fs with 4 KiB segments and the
+// collector left to the test.
+func smallSegmentOpts(fs vfs.FS, clk *testClock) Options {
+	opts := groupTestOpts(fs, clk, 0)
+	opts.Shards, opts.SegmentSize, opts.ReclaimRate = 1, 4<<10, 0
+	return opts
+}
+
 // TestDirPatchCheckpointRelocated: a directory covered by a checkpoint (a patch with splices, or
 // a whole one of the size that is a patch now) is relocated by the collector; after a crash the
 // checkpoint is loaded and the tail replayed, which moves the key's entry to the copy only if
@@ -27,19 +51,13 @@ func TestDirPatchCheckpointRelocated(t *testing.T) {
 }
 
 func testDirPatchCheckpointRelocated(t *testing.T, write, after int) {
-	old := patchMinDir
-	patchMinDir = write
-	defer func() { patchMinDir = old }()
+	setPatchMin(t, write)
 	clk := newTestClock()
 	mem := vfs.NewMem()
-	opts := groupTestOpts(mem, clk, 0)
-	opts.Shards, opts.SegmentSize, opts.ReclaimRate = 1, 4<<10, 0
+	opts := smallSegmentOpts(mem, clk)
 	ks := mustOpen(t, opts)
 	se := ks.NewSession()
-	groups := make([][]byte, 8)
-	for j := range groups {
-		groups[j] = patterned(300, uint64(j))
-	}
+	groups := patternedGroups(8, 300)
 	r := putDir(t, ks, se, "big", []byte("hdr"), groups, 0, TypeHash)
 	data := patterned(300, 99)
 	replaceGroup(t, ks, se, "big", 3, data, TypeHash, nil)
@@ -82,19 +100,14 @@ func testDirPatchCheckpointRelocated(t *testing.T, write, after int) {
 // TestDirPatchMGetSnapshot: MGet with a snapshot reads a grouped value whose directory is a
 // patch; the Value it hands over must be the value's.
 func TestDirPatchMGetSnapshot(t *testing.T) {
-	old := patchMinDir
-	patchMinDir = 0
-	defer func() { patchMinDir = old }()
+	setPatchMin(t, 0)
 	clk := newTestClock()
 	opts := groupTestOpts(vfs.NewMem(), clk, 0)
 	opts.Shards = 1
 	ks := mustOpen(t, opts)
 	defer mustClose(t, ks)
 	se := ks.NewSession()
-	groups := make([][]byte, 8)
-	for j := range groups {
-		groups[j] = patterned(300, uint64(j))
-	}
+	groups := patternedGroups(8, 300)
 	r := putDir(t, ks, se, "big", []byte("hdr"), groups, 0, TypeHash)
 	data := patterned(300, 99)
 	replaceGroup(t, ks, se, "big", 3, data, TypeHash, nil)
@@ -122,19 +135,13 @@ func TestDirPatchMGetSnapshot(t *testing.T) {
 // TestDirPatchCheckpointRelocatedBase: as above, but only the base's segment is collected:
 // the patch the checkpoint names survives, and names a base in a dropped segment.
 func TestDirPatchCheckpointRelocatedBase(t *testing.T) {
-	old := patchMinDir
-	patchMinDir = 0
-	defer func() { patchMinDir = old }()
+	setPatchMin(t, 0)
 	clk := newTestClock()
 	mem := vfs.NewMem()
-	opts := groupTestOpts(mem, clk, 0)
-	opts.Shards, opts.SegmentSize, opts.ReclaimRate = 1, 4<<10, 0
+	opts := smallSegmentOpts(mem, clk)
 	ks := mustOpen(t, opts)
 	se := ks.NewSession()
-	groups := make([][]byte, 8)
-	for j := range groups {
-		groups[j] = patterned(300, uint64(j))
-	}
+	groups := patternedGroups(8, 300)
 	r := putDir(t, ks, se, "big", []byte("hdr"), groups, 0, TypeHash)
 	for i := 0; i < 12; i++ {
 		mustPut(t, ks, se, 0, fmt.Sprintf("f%d", i), string(patterned(400, uint64(i))), 0)
@@ -199,19 +206,14 @@ func TestDirPatchRelocationSettles(t *testing.T) {
 		{"whole/16KiB", 1 << 30, 16}, {"whole/32KiB", 1 << 30, 32}, {"whole/64KiB", 1 << 30, 64}} {
 		segKB := tc.segKB
 		t.Run(tc.name, func(t *testing.T) {
-			old := patchMinDir
-			patchMinDir = tc.pmin
-			defer func() { patchMinDir = old }()
+			setPatchMin(t, tc.pmin)
 			clk := newTestClock()
 			opts := groupTestOpts(vfs.NewMem(), clk, 0)
 			opts.Shards, opts.SegmentSize, opts.ReclaimRate = 1, segKB<<10, 0
 			ks := mustOpen(t, opts)
 			defer mustClose(t, ks)
 			se := ks.NewSession()
-			groups := make([][]byte, 600)
-			for j := range groups {
-				groups[j] = patterned(64, uint64(j))
-			}
+			groups := patternedGroups(600, 64)
 			r := putDir(t, ks, se, "big", []byte("hdr"), groups, 0, TypeHash)
 			for i := 0; i < 300; i++ {
 				j := (i * 7919) % len(groups)

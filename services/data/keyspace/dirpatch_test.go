@@ -199,10 +199,7 @@ func TestDirPatchEditCost(t *testing.T) {
 	defer func() { mustClose(t, ks) }()
 	se := ks.NewSession()
 	const n, size = 4000, 64
-	groups := make([][]byte, n)
-	for j := range groups {
-		groups[j] = patterned(size, uint64(j))
-	}
+	groups := patternedGroups(n, size)
 	const key = "big"
 	r := putDir(t, ks, se, key, []byte("hdr"), groups, 0, TypeHash)
 	full := dirSize(readDirManifest(t, ks, key).g)

@@ -25,9 +25,7 @@ func groupTestOpts(fs vfs.FS, clk *testClock, groupMin int) Options {
 func withPatchModes(t *testing.T, test func(t *testing.T)) {
 	t.Run("default", test)
 	t.Run("patches", func(t *testing.T) {
-		old := patchMinDir
-		patchMinDir = 0
-		defer func() { patchMinDir = old }()
+		setPatchMin(t, 0)
 		test(t)
 	})
 }
@@ -793,10 +791,7 @@ func testGroupedEngineCounters(t *testing.T) {
 	defer func() { mustClose(t, ks) }()
 	se := ks.NewSession()
 	const n, size = 2000, 64
-	groups := make([][]byte, n)
-	for j := range groups {
-		groups[j] = patterned(size, uint64(j))
-	}
+	groups := patternedGroups(n, size)
 	key := "big"
 	r := putDir(t, ks, se, key, []byte("hdr"), groups, 0, TypeList)
 	dirLen := func() int {
