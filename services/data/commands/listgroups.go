@@ -106,6 +106,11 @@ type listView struct {
 	wcount  int        // the window's elements when loaded
 	wbytes  int64
 	keepOut bool // store drops the groups outside the window (LTRIM)
+	// edgeNew, set by a push that seals the list's end group (pushEnd) or a pop that cuts a
+	// large one (popEnd), is how many elements at the window's head (edgeLeft) or tail store
+	// writes as a group of their own.
+	edgeNew  int
+	edgeLeft bool
 }
 
 // openList opens key i of tx as a list: its length and, when grouped, its directory; the
@@ -254,14 +259,27 @@ func (v *listView) store(c *Ctx, tx *keyspace.Tx, i int) error {
 		return nil
 	}
 	target := keyspace.GroupTarget(total)
-	nd := &keyspace.Directory{Meta: listMeta(n), Groups: make([]keyspace.Group, 0, len(before)+len(after)+2)}
+	nd := &keyspace.Directory{Meta: listMeta(n), Groups: make([]keyspace.Group, 0, len(before)+len(after)+3)}
 	nd.Groups = append(nd.Groups, before...)
-	switch {
-	case v.l.len() == 0:
-	case len(enc) <= 2*target:
-		nd.Groups = append(nd.Groups, keyspace.NewGroup(enc, listSum(v.l.len())))
+	put := func(elems [][]byte) {
+		l := &listValue{elems: elems}
+		switch enc := l.encode(); {
+		case len(elems) == 0:
+		case len(enc) <= 2*target:
+			nd.Groups = append(nd.Groups, keyspace.NewGroup(enc, listSum(len(elems))))
+		default:
+			nd.Groups = cutList(nd.Groups, elems, target)
+		}
+	}
+	switch e := v.l.elems; {
+	case v.edgeNew > 0 && v.edgeLeft:
+		put(e[:v.edgeNew])
+		put(e[v.edgeNew:])
+	case v.edgeNew > 0:
+		put(e[:len(e)-v.edgeNew])
+		put(e[len(e)-v.edgeNew:])
 	default:
-		nd.Groups = cutList(nd.Groups, v.l.elems, target)
+		put(e)
 	}
 	nd.Groups = append(nd.Groups, after...)
 	return tx.PutGroups(i, nd, m.ExpireAt, typeList)
@@ -315,8 +333,30 @@ func popEnd(c *Ctx, tx *keyspace.Tx, i int, v *listView, left bool, count int) (
 	for range count {
 		popped = append(popped, v.l.pop(left))
 	}
+	if v.grouped && v.hi-v.lo == 1 && v.wbytes >= 2*listEdgeCut {
+		// A large end group is cut as it is popped: its end piece of listEdgeCut bytes a
+		// group of its own, so that the next pops rewrite that piece rather than the group.
+		es, k, acc := v.l.elems, 0, 0
+		for k < len(es) && acc < listEdgeCut {
+			e := es[k]
+			if !left {
+				e = es[len(es)-1-k]
+			}
+			acc += len(e) + 2
+			k++
+		}
+		if k < len(es) {
+			v.edgeNew, v.edgeLeft = k, left
+		}
+	}
 	return popped, v.store(c, tx, i)
 }
+
+// listEdgeCut is the size past which a grouped list's end group, which LPUSH or RPUSH rewrites,
+// is sealed: the next push starts a new group there, and the sealed one joins its neighbour if
+// the two fit twice the group target (where a group splits). So a push rewrites 2 KiB on
+// average while groups stay between the target and twice it, as elsewhere in the list.
+const listEdgeCut = 4 << 10
 
 // pushEnd pushes elems one by one at the head (left) or the tail of list i of tx and stores it;
 // it returns the list's new length.
@@ -325,8 +365,28 @@ func pushEnd(c *Ctx, tx *keyspace.Tx, i int, v *listView, left bool, elems ...[]
 	if !left {
 		at = v.n
 	}
-	if err := v.load(tx, i, at, at); err != nil {
-		return 0, err
+	if v.grouped && len(v.d.Groups) > 0 {
+		edge, nb := 0, 1
+		if !left {
+			edge, nb = len(v.d.Groups)-1, len(v.d.Groups)-2
+		}
+		if v.d.Groups[edge].Len >= listEdgeCut {
+			// Seal the end group: the pushed elements are a group of their own; the sealed
+			// one is read with its neighbour and joins it when the two fit twice the target.
+			from, to := v.starts[edge], v.starts[edge+1]
+			if nb >= 0 && nb < len(v.d.Groups) && v.d.Groups[edge].Len+v.d.Groups[nb].Len <= 2*keyspace.GroupTarget(v.d.Bytes()) {
+				from, to = min(from, v.starts[nb]), max(to, v.starts[nb+1])
+			}
+			if err := v.load(tx, i, from, to); err != nil {
+				return 0, err
+			}
+			v.edgeNew, v.edgeLeft = len(elems), left
+		}
+	}
+	if v.edgeNew == 0 {
+		if err := v.load(tx, i, at, at); err != nil {
+			return 0, err
+		}
 	}
 	for _, e := range elems {
 		v.l.push(e, left)
