@@ -142,11 +142,11 @@ func TestGroupedHashConstantRecords(t *testing.T) {
 	t.Logf("%d-field hash built in %v", n, time.Since(start).Round(time.Millisecond))
 
 	dir := groupedStep(t, k, n, 1, 0, "HLEN", "big")
-	// The directory is a patch (HLEN's read) against a base, which DRAM caches decoded: its
-	// cost per field, and against the hash's bytes (at most 1%).
+	// The directory is a patch against a base, both cached decoded in DRAM by the writes that
+	// built the hash: their cost per field, and against the hash's bytes (at most 1%).
 	cached := infoInt(t, k, "memory", "lavik_dir_cache_bytes")
 	hashBytes := int64(n * (len(groupedField(0)) + len(groupedVal(0)) + 2))
-	t.Logf("directory of the %d-field hash: a patch of about %d bytes (HLEN's read); bases cached in DRAM %d bytes, %.4f bytes per field, %.2f%% of the hash's %d bytes",
+	t.Logf("directory of the %d-field hash: HLEN read %d bytes (0: the directory is cached); directories cached in DRAM %d bytes, %.4f bytes per field, %.2f%% of the hash's %d bytes",
 		n, dir.readBytes, cached, float64(cached)/n, 100*float64(cached)/float64(hashBytes), hashBytes)
 	if cached <= 0 || cached*100 > hashBytes {
 		t.Fatalf("directory bases in DRAM %d bytes for a hash of %d bytes: want some, at most 1%%", cached, hashBytes)

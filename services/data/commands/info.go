@@ -167,7 +167,7 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
 	kv(b, "lavik_value_cache_bytes", valueCacheStats().Bytes)
 	kv(b, "lavik_dir_cache_bytes", ks.DirCache.Bytes)
-	kv(b, "lavik_dir_cache_bases", ks.DirCache.Bases)
+	kv(b, "lavik_dir_cache_entries", ks.DirCache.Entries)
 	kv(b, "lavik_gc_cycles", ms.NumGC)
 	kv(b, "lavik_gc_pause_total_ns", ms.PauseTotalNs)
 	p := gcPauses()

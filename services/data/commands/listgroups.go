@@ -333,11 +333,11 @@ func popEnd(c *Ctx, tx *keyspace.Tx, i int, v *listView, left bool, count int) (
 	for range count {
 		popped = append(popped, v.l.pop(left))
 	}
-	if v.grouped && v.hi-v.lo == 1 && v.wbytes >= 2*listEdgeCut {
-		// A large end group is cut as it is popped: its end piece of listEdgeCut bytes a
+	if v.grouped && v.hi-v.lo == 1 && v.wbytes >= 2*edgeCut {
+		// A large end group is cut as it is popped: its end piece of edgeCut bytes a
 		// group of its own, so that the next pops rewrite that piece rather than the group.
 		es, k, acc := v.l.elems, 0, 0
-		for k < len(es) && acc < listEdgeCut {
+		for k < len(es) && acc < edgeCut {
 			e := es[k]
 			if !left {
 				e = es[len(es)-1-k]
@@ -352,11 +352,12 @@ func popEnd(c *Ctx, tx *keyspace.Tx, i int, v *listView, left bool, count int) (
 	return popped, v.store(c, tx, i)
 }
 
-// listEdgeCut is the size past which a grouped list's end group, which LPUSH or RPUSH rewrites,
-// is sealed: the next push starts a new group there, and the sealed one joins its neighbour if
-// the two fit twice the group target (where a group splits). So a push rewrites 2 KiB on
-// average while groups stay between the target and twice it, as elsewhere in the list.
-const listEdgeCut = 4 << 10
+// edgeCut is the size past which the end group of a grouped list or stream, which a push (an
+// XADD) rewrites, is sealed: the next push starts a new group there, and the sealed one joins
+// its neighbour while the two fit (a list: twice the group target, where its groups split; a
+// stream: the target). A pop cuts a larger end group of a list to a piece of this size. So a
+// push or a pop rewrites 2 KiB on average while groups stay near the target.
+const edgeCut = 4 << 10
 
 // pushEnd pushes elems one by one at the head (left) or the tail of list i of tx and stores it;
 // it returns the list's new length.
@@ -370,7 +371,7 @@ func pushEnd(c *Ctx, tx *keyspace.Tx, i int, v *listView, left bool, elems ...[]
 		if !left {
 			edge, nb = len(v.d.Groups)-1, len(v.d.Groups)-2
 		}
-		if v.d.Groups[edge].Len >= listEdgeCut {
+		if v.d.Groups[edge].Len >= edgeCut {
 			// Seal the end group: the pushed elements are a group of their own; the sealed
 			// one is read with its neighbour and joins it when the two fit twice the target.
 			from, to := v.starts[edge], v.starts[edge+1]

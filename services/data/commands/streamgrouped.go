@@ -361,12 +361,6 @@ func (v *sview) entry(id streamID) (*streamEntry, error) {
 	return nil, nil
 }
 
-// streamTailCut is the size past which a grouped stream's last chunk, which every XADD
-// rewrites, is sealed and a new one started; a sealed chunk is merged into the one before it
-// while the two fit the group target, so that groups stay near the target (few groups, a small
-// directory) while an XADD rewrites 2 KiB on average.
-const streamTailCut = 4 << 10
-
 // chunkLen is the encoded size of chunk j.
 func (v *sview) chunkLen(j int) int {
 	if c := &v.chunks[j]; c.changed || c.from < 0 {
@@ -384,7 +378,9 @@ func (v *sview) appendEntry(id streamID, fields [][]byte) error {
 	}
 	e := streamEntry{id: id, fields: fields}
 	k := len(v.chunks) - 1
-	if k >= 0 && v.chunkLen(k) < streamTailCut {
+	// The last chunk is sealed at edgeCut and merged into the one before it while the two fit
+	// the group target: groups stay near the target while an XADD rewrites 2 KiB on average.
+	if k >= 0 && v.chunkLen(k) < edgeCut {
 		if err := v.load(k); err != nil {
 			return err
 		}
@@ -522,19 +518,13 @@ func (v *sview) store(c *Ctx) error {
 	}
 	target := keyspace.GroupTarget(total)
 	nd := &keyspace.Directory{Groups: make([]keyspace.Group, 0, len(v.chunks)+2)}
-	for j, ch := range v.chunks {
-		// The tail chunk, which XADD appends to, is cut as it passes the target, so that an
-		// append rewrites half a group on average; the others, as they pass twice it.
-		limit := 2 * target
-		if j == len(v.chunks)-1 {
-			limit = target
-		}
+	for _, ch := range v.chunks {
 		switch {
 		case !ch.changed:
 			nd.Groups = append(nd.Groups, v.d.Groups[ch.from])
 		case len(ch.entries) == 0:
 		default:
-			if enc := chunkValue(ch.entries).encode(); len(enc) <= limit {
+			if enc := chunkValue(ch.entries).encode(); len(enc) <= 2*target {
 				nd.Groups = append(nd.Groups, keyspace.NewGroup(enc, sChunkSum(ch.entries)))
 			} else {
 				nd.Groups = cutEntries(nd.Groups, ch.entries, target)

@@ -1007,12 +1007,11 @@ func (ks *Keyspace) relocateOnce(s *shard, seg uint32, h uint64, db uint8, key [
 	ks.rc.scanned.Add(uint64(mn))
 	var js []int
 	for j, l := range man.locs {
-		if int(l.shard) == s.id && l.loc.Seg == seg {
+		if l.in(s.id, seg) {
 			js = append(js, j)
 		}
 	}
-	baseHere := man.base != nil && int(man.base.loc.shard) == s.id && man.base.loc.loc.Seg == seg
-	if len(js) == 0 && mloc.Seg != seg && !baseHere {
+	if len(js) == 0 && mloc.Seg != seg && (man.base == nil || !man.base.loc.in(s.id, seg)) {
 		return true, nil // nothing of it here (any more)
 	}
 	copies := make([]vlog.Loc, 0, len(js))
@@ -1168,9 +1167,9 @@ func (ks *Keyspace) planRelocation(s *shard, seg uint32, keys map[string]uint64)
 		if err == nil {
 			err = ks.resolveDir(m)
 		}
-		here := err != nil || c.loc.Seg == seg || m.base != nil && int(m.base.loc.shard) == s.id && m.base.loc.loc.Seg == seg
+		here := err != nil || c.loc.Seg == seg || m.base != nil && m.base.loc.in(s.id, seg)
 		for j := 0; m != nil && !here && j < len(m.locs); j++ {
-			here = int(m.locs[j].shard) == s.id && m.locs[j].loc.Seg == seg
+			here = m.locs[j].in(s.id, seg)
 		}
 		if here {
 			move = append(move, c.key)

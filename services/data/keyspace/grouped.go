@@ -52,9 +52,8 @@ import (
 //
 // # Memory
 //
-// Nothing per group is kept in DRAM but a large directory's decoded base while it is cached
-// (dirpatch.go: about 70 bytes a group, under 1% of the value at the group sizes GroupTarget
-// picks). An object costs its index entry and its object id in shard.objs, like a chunked
+// Nothing per group is kept in DRAM but a directory while it is cached, decoded (dirpatch.go:
+// 53-73 bytes a group, under 1% of the value at the group sizes GroupTarget picks). An object costs its index entry and its object id in shard.objs, like a chunked
 // string. The directory costs about 20-30 bytes per group on disk; one over patchMinDir is a
 // base and a patch, so an edit rewrites the patch, not the directory.
 const (
@@ -261,7 +260,7 @@ func isPlain(meta []byte) bool { return len(meta) == 0 }
 // root of twice the total, between 16 KiB and 64 KiB. An edit rewrites a group and a patch of
 // the directory (dirpatch.go), whose share of the base grows with the groups' count, so groups
 // grow slowly with the value; at least 16 KiB keeps a large value's decoded directory and base
-// in DRAM (about 50 and 60 bytes a group) under 1% of the value. A 30 MB value has 16 KiB
+// in DRAM (53 and 73 bytes a group, dirCost) under 1% of the value. A 30 MB value has 16 KiB
 // groups; 2 GB, 64 KiB.
 func GroupTarget(total int64) int {
 	t := int(math.Sqrt(float64(total) * 2))

@@ -341,14 +341,14 @@ type Stats struct {
 	LoadTime                                float64
 	Checkpoint                              CheckpointStats
 	Reclaim                                 ReclaimStats
-	// DirCache is the cache of large objects' directory bases (dirpatch.go).
+	// DirCache is the cache of grouped values' decoded directories (dirpatch.go).
 	DirCache DirCacheStats
 }
 
-// DirCacheStats are the directory-base cache's counters.
+// DirCacheStats are the directory cache's counters.
 type DirCacheStats struct {
-	Bases, Bytes int64
-	Hits, Misses uint64
+	Entries, Bytes int64
+	Hits, Misses   uint64
 }
 
 // Stats collects counters from every shard. se (nil: none) is the caller's session.
