@@ -283,3 +283,35 @@ func Ctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Port is the server's TCP port.
+func (s *Server) Port() int { return s.port }
+
+// ReplicaOfArgs returns the command-line arguments that make a server a follower of primary:
+// "--replicaof 127.0.0.1 <port>". redis-server joins the words after an option into its value
+// and lavik-data does the same, so one spelling serves both.
+func ReplicaOfArgs(primary *Server) []string {
+	return []string{"--replicaof", "127.0.0.1", fmt.Sprint(primary.port)}
+}
+
+// Pause stops the process with SIGSTOP, as a hung or descheduled machine would, until Resume.
+// A cleanup resumes it, so that Stop's SIGTERM can take effect.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("SIGSTOP: %v", err)
+	}
+	s.t.Cleanup(func() {
+		if s.Running() {
+			s.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+}
+
+// Resume continues a process stopped by Pause (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("SIGCONT: %v", err)
+	}
+}
