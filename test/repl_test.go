@@ -157,7 +157,12 @@ func waitInSyncFor(t testing.TB, pc, fc *redis.Client, d time.Duration) {
 // digest returns DEBUG DIGEST: 40 hex digits over every database.
 func digest(t testing.TB, c *redis.Client) string {
 	t.Helper()
-	s, err := c.Do(context.Background(), "DEBUG", "DIGEST").Text()
+	// A digest reads every value: give it longer than a command's usual read timeout.
+	o := *c.Options()
+	o.ReadTimeout = 2 * time.Minute
+	dc := redis.NewClient(&o)
+	defer dc.Close()
+	s, err := dc.Do(context.Background(), "DEBUG", "DIGEST").Text()
 	if err != nil || len(s) != 40 {
 		t.Fatalf("DEBUG DIGEST: %q, %v; want 40 hex digits", s, err)
 	}
@@ -193,8 +198,42 @@ func assertSameData(t testing.TB, pc, fc *redis.Client, dbs int) {
 	}
 	dp, df := digest(t, pc), digest(t, fc)
 	if dp != df || len(sizes) > 0 {
-		t.Fatalf("primary and follower differ: digests %s and %s; DBSIZE %v", dp, df, sizes)
+		t.Fatalf("primary and follower differ: digests %s and %s; DBSIZE %v; keys that differ: %v", dp, df, sizes, differingKeys(t, pc, fc, dbs))
 	}
+}
+
+// differingKeys names up to 10 keys whose DEBUG DIGEST-VALUE differs between two nodes.
+func differingKeys(t testing.TB, pc, fc *redis.Client, dbs int) []string {
+	ctx := context.Background()
+	var out []string
+	for db := range dbs {
+		keys := map[string]bool{}
+		for _, c := range []*redis.Client{pc, fc} {
+			conn := c.Conn()
+			conn.Select(ctx, db)
+			ks, _ := conn.Keys(ctx, "*").Result()
+			for _, k := range ks {
+				keys[k] = true
+			}
+			conn.Close()
+		}
+		for k := range keys {
+			var ds [2]string
+			for i, c := range []*redis.Client{pc, fc} {
+				conn := c.Conn()
+				conn.Select(ctx, db)
+				ds[i], _ = conn.Do(ctx, "DEBUG", "DIGEST-VALUE", k).Text()
+				if ttl, _ := conn.PTTL(ctx, k).Result(); ttl > 0 {
+					ds[i] += fmt.Sprintf(" ttl %v", ttl.Round(time.Second))
+				}
+				conn.Close()
+			}
+			if ds[0] != ds[1] && len(out) < 10 {
+				out = append(out, fmt.Sprintf("db%d %q (%s vs %s)", db, k, ds[0], ds[1]))
+			}
+		}
+	}
+	return out
 }
 
 // checkNoErr records err from a worker goroutine; redis.Nil is a reply, not an error.

@@ -127,6 +127,9 @@ type Command struct {
 	Args [][]byte
 	// Inline reports that the command came as a text line rather than a multibulk array.
 	Inline bool
+	// Size is how many bytes of the stream the command took, with any empty lines before it:
+	// a replication stream's offsets count them.
+	Size int
 }
 
 // span is an argument's position relative to Reader.start.
@@ -161,6 +164,9 @@ type Reader struct {
 	bulkLen   int64 // length of the bulk at pos, or -1 while its "$N" line is unparsed
 	pos       int   // start of the next "$N" line or bulk body
 	spans     []span
+	// skipped counts bytes consumed (empty lines) since the last command returned, which the
+	// next one's Size includes.
+	skipped int
 
 	// scan is where the search for the current line's terminator resumes; the bytes between
 	// the line's start and scan hold none. Relative to start; reset whenever a line is
@@ -312,6 +318,7 @@ func (r *Reader) parse(dst []Command, max int, lim *Limits) ([]Command, error) {
 			err error
 		)
 		// Redis decides the request type from the first byte of each command.
+		before := r.start
 		if r.inMulti || r.buf[r.start] == '*' {
 			cmd, st, err = r.parseMultibulk(lim)
 		} else {
@@ -320,10 +327,12 @@ func (r *Reader) parse(dst []Command, max int, lim *Limits) ([]Command, error) {
 		if err != nil {
 			return dst, err
 		}
+		r.skipped += r.start - before
 		switch st {
 		case needMore:
 			return dst, nil
 		case parsed:
+			cmd.Size, r.skipped = r.skipped, 0
 			dst = append(dst, cmd)
 		}
 	}

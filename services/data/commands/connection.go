@@ -306,13 +306,14 @@ func clientKillCmd(c *Ctx) {
 		return
 	}
 	type filter struct {
-		id              int64
-		addr, laddr     string
-		user            string
-		maxAge          int64
-		skipMe          bool
-		hasID, hasMaxAg bool
-		typeNone        bool
+		id                int64
+		addr, laddr       string
+		user              string
+		maxAge            int64
+		skipMe            bool
+		hasID, hasMaxAg   bool
+		typeNone          bool
+		replicas, primary bool // TYPE replica|slave, TYPE master
 	}
 	f := filter{skipMe: true}
 	args := c.Args[2:]
@@ -339,7 +340,11 @@ func clientKillCmd(c *Ctx) {
 		case is(k, "TYPE"):
 			switch strings.ToLower(v) {
 			case "normal":
-			case "master", "replica", "slave", "pubsub":
+			case "replica", "slave":
+				f.typeNone, f.replicas = true, true
+			case "master":
+				f.typeNone, f.primary = true, true
+			case "pubsub":
 				f.typeNone = true
 			default:
 				c.Err(Error("ERR Unknown client type '" + v + "'"))
@@ -368,6 +373,11 @@ func clientKillCmd(c *Ctx) {
 		}
 	}
 	killed := 0
+	if f.replicas || f.primary {
+		// Replication links are not clients of the connection table (package repl has them);
+		// the other filters do not apply to them.
+		killed = c.Repl.KillLinks(f.replicas)
+	}
 	now := time.Now()
 	for _, cl := range c.Srv.Clients() {
 		switch {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,13 @@ type Client struct {
 	// Unblock ends the client's blocking command (CLIENT UNBLOCK), with an error reply or as a
 	// timeout; it reports whether the client was blocked.
 	Unblock func(withError bool) bool
+	// Hijack hands the connection's socket over (a follower's PSYNC): the replies so far are
+	// written and the server lets go of it; ready is closed once the server no longer reads it.
+	// The command must write no reply. Nil where a connection cannot be handed over.
+	Hijack func() (conn net.Conn, ready <-chan struct{}, err error)
+	// ReplPort and ReplIP are what a follower said with REPLCONF listening-port / ip-address.
+	ReplPort int
+	ReplIP   string
 
 	DB        atomic.Int32
 	Authed    bool
@@ -169,7 +177,9 @@ type Ctx struct {
 	Srv    Server
 	KS     *keyspace.Keyspace
 	Sess   *keyspace.Session
-	Cmd    *Command
+	// Repl is the node's replication.
+	Repl Replication
+	Cmd  *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool
 	// Flush, set by the server, waits for the durability of what the replies so far depend on
@@ -370,3 +380,12 @@ func arityErr(name string) Error {
 
 // ArityError is the error for a wrong argument count.
 func ArityError(cmd *Command) Error { return arityErr(cmd.Name) }
+
+// Now is the clock the command decides by (unix ms): its session's (a follower applying its
+// primary's changes decides by the primary's clock), else the process's.
+func (c *Ctx) Now() int64 { return c.Sess.Now() }
+
+// Propagate states what the command did as the commands a follower runs to do the same (see
+// keyspace.Session.Propagate): by default a write command's own arguments; a command whose
+// effect its arguments do not fix (SPOP chooses members at random) states it before it writes.
+func (c *Ctx) Propagate(cmds ...[][]byte) { c.Sess.Propagate(c.DB(), cmds...) }

@@ -302,6 +302,10 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "evicted_keys", 0)
 	kv(b, "keyspace_hits", ks.Hits)
 	kv(b, "keyspace_misses", ks.Misses)
+	rs := c.Repl.Stats()
+	kv(b, "sync_full", rs.SyncFull)
+	kv(b, "sync_partial_ok", rs.SyncPartialOK)
+	kv(b, "sync_partial_err", rs.SyncPartialErr)
 	kv(b, "total_error_replies", st.TotalErrorReplies)
 	kv(b, "client_query_buffer_limit_disconnections", st.ClientQueryBufLimitKills)
 	kv(b, "client_output_buffer_limit_disconnections", st.ClientOutputBufLimitKills)
@@ -337,17 +341,7 @@ func valueCacheStats() vlog.CacheStats {
 	return vlog.CacheStats{}
 }
 
-func infoReplication(c *Ctx, b *strings.Builder) {
-	st := c.Srv.Stats()
-	kv(b, "role", "master")
-	kv(b, "connected_slaves", 0)
-	kv(b, "master_failover_state", "no-failover")
-	kv(b, "master_replid", st.RunID)
-	kv(b, "master_replid2", strings.Repeat("0", 40))
-	kv(b, "master_repl_offset", 0)
-	kv(b, "second_repl_offset", -1)
-	kv(b, "repl_backlog_active", 0)
-}
+func infoReplication(c *Ctx, b *strings.Builder) { c.Repl.Info(b) }
 
 func infoCPU(c *Ctx, b *strings.Builder) {
 	var ru syscall.Rusage

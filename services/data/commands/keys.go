@@ -144,7 +144,7 @@ func parseExpireArgs(c *Ctx, unit expireUnit, absolute bool) (expireArgs, error)
 		ms = n * 1000
 	}
 	if !absolute {
-		now := c.KS.Now()
+		now := c.Now()
 		if ms > math.MaxInt64-now {
 			return a, ErrInvalidExpire(c.Cmd.Name)
 		}
@@ -205,7 +205,7 @@ func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
 	case m.ExpireAt == 0:
 		c.W.Int(-1)
 	default:
-		c.W.Int(f(m.ExpireAt, c.KS.Now()))
+		c.W.Int(f(m.ExpireAt, c.Now()))
 	}
 }
 

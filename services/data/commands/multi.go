@@ -183,7 +183,11 @@ func execCmd(c *Ctx) {
 			start := time.Now()
 			at := c.W.Len()
 			c.Args, c.Cmd, c.Failed, c.Broken, c.BrokenErr = q.args, q.cmd, false, false, nil
+			if q.cmd.Flags&FlagWrite != 0 {
+				c.Propagate(q.args) // the default effect; the EXEC's commit logs them all
+			}
 			q.cmd.Handler(c)
+			c.Sess.KeepEffect()
 			if c.Broken {
 				// A value failed to read in the middle of its reply; nothing was sent.
 				c.W.Truncate(at)

@@ -130,6 +130,8 @@ func spopCmd(c *Ctx) {
 		for _, m := range popped {
 			s.remove(m)
 		}
+		// The members were chosen at random: a follower removes these.
+		c.Propagate(append([][]byte{[]byte("SREM"), c.Args[1]}, popped...))
 		return true, nil
 	})
 	switch {

@@ -193,7 +193,7 @@ func xgroupDestroyCmd(c *Ctx) {
 func xgroupCreateConsumerCmd(c *Ctx) {
 	created := false
 	err := updateGroup(c, true, func(s *streamValue, g *streamGroup) (bool, error) {
-		_, created = g.addConsumer(string(c.Args[4]), nowMs())
+		_, created = g.addConsumer(string(c.Args[4]), c.Now())
 		return created, nil
 	})
 	if err != nil {
@@ -344,7 +344,7 @@ func xreadgroupCmd(c *Ctx) {
 					return false, nil
 				}
 			}
-			now := nowMs()
+			now := c.Now()
 			cons, _ := g.addConsumer(string(a.consumer), now)
 			cons.seenTime = now
 			if r.history {
@@ -556,7 +556,7 @@ func xpendingCmd(c *Ctx) {
 		c.W.Array(0)
 		return
 	}
-	now := nowMs()
+	now := c.Now()
 	var out []*streamPending
 	i0, _ := g.pendingAt(start)
 	for j := i0; j < len(g.pel) && count > 0 && g.pel[j].id.cmp(end) <= 0; j++ {
@@ -647,7 +647,7 @@ func xclaimCmd(c *Ctx) {
 			}
 			ids = append(ids, id)
 		}
-		now := nowMs()
+		now := c.Now()
 		deliveryTime, retryCount := int64(-1), int64(-1)
 		force := false
 		var lastID streamID
@@ -777,7 +777,7 @@ func xautoclaimCmd(c *Ctx) {
 		if g == nil {
 			return false, errNoKeyOrGroup(c.Args[1], c.Args[2])
 		}
-		now := nowMs()
+		now := c.Now()
 		attempts, left := count*10, count
 		i, _ := g.pendingAt(start)
 		for attempts > 0 && left > 0 && i < len(g.pel) {

@@ -3,7 +3,6 @@ package commands
 import (
 	"math"
 	"strings"
-	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
 )
@@ -255,10 +254,8 @@ func (a *streamTrimArgs) trim(s *streamValue) int64 {
 	return 0
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
-
-// nextStreamID is the id XADD gives a new entry: a's, or one made from the clock.
-func nextStreamID(s *streamValue, a *streamTrimArgs) (streamID, error) {
+// nextStreamID is the id XADD gives a new entry: a's, or one made from the clock (now, unix ms).
+func nextStreamID(s *streamValue, a *streamTrimArgs, now int64) (streamID, error) {
 	var id streamID
 	switch {
 	case a.idGiven && a.seqGiven:
@@ -273,7 +270,7 @@ func nextStreamID(s *streamValue, a *streamTrimArgs) (streamID, error) {
 			id = a.id
 		}
 	default:
-		if ms := uint64(nowMs()); ms > s.lastID.ms {
+		if ms := uint64(now); ms > s.lastID.ms {
 			id = streamID{ms, 0}
 		} else {
 			id, _ = s.lastID.next()
@@ -312,7 +309,7 @@ func xaddCmd(c *Ctx) {
 			return false, errStreamExhausted
 		}
 		var err error
-		if id, err = nextStreamID(h, &a); err != nil {
+		if id, err = nextStreamID(h, &a, c.Now()); err != nil {
 			return false, err
 		}
 		fields := make([][]byte, len(c.Args)-at-1)
@@ -787,7 +784,7 @@ func xinfoConsumersCmd(c *Ctx) {
 		c.Err(errNoGroup(c.Args[2], c.Args[3]))
 		return
 	}
-	now := nowMs()
+	now := c.Now()
 	c.W.Array(len(g.consumers))
 	for _, cons := range g.consumers {
 		c.W.Map(3)

@@ -148,7 +148,7 @@ func setCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	expireAt, err := a.expireAt("set", c.KS.Now())
+	expireAt, err := a.expireAt("set", c.Now())
 	if err != nil {
 		c.Err(err)
 		return
@@ -231,7 +231,7 @@ func setexCmd(c *Ctx)  { setexGeneric(c, "setex", unitSeconds) }
 func psetexCmd(c *Ctx) { setexGeneric(c, "psetex", unitMillis) }
 
 func setexGeneric(c *Ctx, name string, unit expireUnit) {
-	at, err := expireAt(name, c.Args[2], unit, false, c.KS.Now())
+	at, err := expireAt(name, c.Args[2], unit, false, c.Now())
 	if err != nil {
 		c.Err(err)
 		return
@@ -449,7 +449,7 @@ func getexCmd(c *Ctx) {
 	var at int64
 	var atErr error
 	if a.expOpt != nil {
-		at, atErr = parseExpireOpt("getex", a.expOpt, a.expVal, c.KS.Now())
+		at, atErr = parseExpireOpt("getex", a.expOpt, a.expVal, c.Now())
 	}
 	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error {
 		switch {

@@ -60,8 +60,8 @@ var Params = []*Param{
 		Doc: "always empty: there are no RDB snapshots; the value log is the data"},
 	{Name: "maxclients", Default: "10000", Mutable: true, Check: intRange(1, 4294967295),
 		Doc: "connections beyond this get -ERR max number of clients reached; too high risks running out of file descriptors"},
-	{Name: "databases", Default: "16", Check: intRange(1, 256),
-		Doc: "number of databases (SELECT 0..n-1)"},
+	{Name: "databases", Default: "16", Check: intRange(1, 255),
+		Doc: "number of databases (SELECT 0..n-1); at most 255 (the node keeps its own keys in a 256th)"},
 	{Name: "proto-max-bulk-len", Default: "536870912", Mutable: true, Check: memRange(1<<20, math.MaxInt64),
 		Doc: "largest bulk string a client may send (and so the largest value); too high lets one client use that much memory"},
 	{Name: "client-query-buffer-limit", Default: "1073741824", Mutable: true, Check: memRange(1<<20, math.MaxInt64),
@@ -95,6 +95,18 @@ var Params = []*Param{
 		Doc: "Linux scheduling policy of the server's threads: batch (SCHED_BATCH) stops a thread the server wakes from preempting the thread that woke it; the Go runtime wakes threads constantly, and with normal, on a busy machine, the thread that restarts the world after a GC pause could lose its core for milliseconds (GC pause p99 over 1 ms, under 1 ms with batch in the same run). normal keeps the default policy (SCHED_OTHER). Ignored elsewhere than Linux"},
 	{Name: "repair-corrupt-log", Default: "no", Check: oneOf("no", "yes"),
 		Doc: "what a start does when the value log holds damaged data followed by valid records (a flipped bit, a lost sector: not a torn write, which is always cut): no refuses to start and names the segment and offset; yes moves the damaged bytes into the shard's quarantine directory, keeps every valid record after them, and starts (keys whose newest record was damaged fall back to their previous one). Set it for the one start that repairs, then back to no"},
+	{Name: "replicaof", Default: "", Check: replicaofCheck,
+		Doc: "\"host port\" of the primary this node follows from start-up (empty: a primary). A follower serves reads, refuses writes with READONLY, and keeps its replication offset with its data, so a restart resumes the stream where it stopped. REPLICAOF changes it at run time"},
+	{Name: "masterauth", Default: "", Mutable: true, Check: anyValue,
+		Doc: "password a follower gives its primary (the primary's requirepass)"},
+	{Name: "repl-backlog-size", Default: "1073741824", Check: memRange(16<<10, math.MaxInt64),
+		Doc: "how much of the change stream a primary keeps on disk (in its data directory) for followers that reconnect: a follower back within it continues where it stopped (a partial resync), one that fell further behind copies everything again (a full resync). Too low: a follower down for a few minutes under load needs a full resync; too high: disk. Used once a follower has connected"},
+	{Name: "repl-ping-replica-period", Default: "10", Check: intRange(1, 3600),
+		Doc: "seconds between the PINGs a primary sends to idle followers, which tell them the link lives; above repl-timeout, idle links break"},
+	{Name: "repl-timeout", Default: "60", Check: intRange(1, 3600),
+		Doc: "seconds without a byte from the other side after which a primary or a follower drops the link (the follower then reconnects); too low breaks links during long pauses, too high leaves a dead primary unnoticed longer"},
+	{Name: "replica-read-only", Default: "yes", Fixed: true, Check: oneOf("yes"),
+		Doc: "always yes: a follower refuses clients' writes"},
 	{Name: "checkpoint-interval-bytes", Default: "67108864", Check: zeroOrMemRange(1<<20, math.MaxInt64),
 		Doc: "a shard checkpoints its index once its value log has grown by this much (and by at least the size of its last checkpoint) since the last one, and every shard checkpoints at shutdown; a start loads the checkpoints and replays only the log after them. 0 turns checkpoints off: every start replays the whole log. Too low: the index is rewritten more often than it needs to be; too high: a start after a crash replays up to this much log per shard"},
 }
@@ -246,6 +258,31 @@ func (c *Config) Shards() int {
 // Checks.
 
 func anyValue(v string) (string, error) { return v, nil }
+
+// replicaofCheck accepts "" or "host port" (Redis's "no one" is "").
+func replicaofCheck(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f) == 2 && strings.EqualFold(f[0], "no") && strings.EqualFold(f[1], "one") {
+		return "", nil
+	}
+	if len(f) != 2 {
+		return "", fmt.Errorf("must be \"host port\", not %q", v)
+	}
+	if p, err := strconv.Atoi(f[1]); err != nil || p <= 0 || p > 65535 {
+		return "", fmt.Errorf("port must be 1..65535, not %q", f[1])
+	}
+	return f[0] + " " + f[1], nil
+}
+
+// Replicaof returns the primary replicaof names ("" and 0 for none).
+func (c *Config) Replicaof() (string, int) {
+	f := strings.Fields(c.Get("replicaof"))
+	if len(f) != 2 {
+		return "", 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return f[0], p
+}
 
 func nonEmpty(v string) (string, error) {
 	if v == "" {

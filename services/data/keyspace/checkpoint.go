@@ -271,7 +271,7 @@ func (ks *Keyspace) checkpointShard(s *shard, background bool) error {
 	}
 	pos, posLSN := s.log.Position()
 	hdr := ckptHeader{
-		shard: uint32(s.id), shards: uint32(len(ks.shards)), databases: uint32(len(s.keys)), pos: pos, version: s.version,
+		shard: uint32(s.id), shards: uint32(len(ks.shards)), databases: uint32(s.dbs), pos: pos, version: s.version,
 		created: time.Now().UnixMilli(), hintEntries: uint64(s.ix.count), hintArena: uint64(s.ix.arena.live),
 	}
 	s.mu.RUnlock()
@@ -508,11 +508,11 @@ func (s *shard) loadCheckpointFile(ks *Keyspace, f vfs.File) (uint64, int64, err
 		return 0, 0, fmt.Errorf("keyspace: checkpoint of shard %d of %d, not of shard %d of %d",
 			hdr.shard, hdr.shards, s.id, len(ks.shards))
 	}
-	if hdr.databases < uint32(len(s.keys)) {
+	if hdr.databases < uint32(s.dbs) {
 		// Written while fewer databases were set: the keys of the others were out of reach
 		// then and are not in it, though the log still holds them (as replay leaves them).
 		return 0, 0, fmt.Errorf("keyspace: checkpoint written with %d databases, now %d",
-			hdr.databases, len(s.keys))
+			hdr.databases, s.dbs)
 	}
 	// Sizing is only an optimisation: without it the index grows as it always does.
 	s.ix.presize(hdr.hintEntries, hdr.hintArena)
@@ -555,7 +555,7 @@ func (s *shard) loadCheckpointFile(ks *Keyspace, f vfs.File) (uint64, int64, err
 // loadEntryLocked puts one checkpoint entry into the index. A key already there (copied twice
 // by a fuzzy checkpoint) takes the later copy.
 func (s *shard) loadEntryLocked(ks *Keyspace, ce *ckptEntry) error {
-	if int(ce.db) >= len(s.keys) {
+	if !s.inReach(ce.db) {
 		return nil // written with a larger --databases: out of reach, as in replay
 	}
 	h := uint32(ks.hash(ce.db, ce.key))

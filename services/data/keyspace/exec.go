@@ -95,7 +95,7 @@ func (ks *Keyspace) now(se *Session) int64 {
 	if b := se.batch(); b != nil {
 		return b.now
 	}
-	return ks.opts.Now()
+	return ks.sessNow(se)
 }
 
 // ErrExecNested is returned by Exec for a session that is running one already.
@@ -111,7 +111,7 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 		return false, ErrExecNested
 	}
 	unlock := ks.lockAll()
-	b := &execBatch{now: ks.opts.Now(), keys: map[string]*txKey{}, flushed: make([]bool, ks.opts.Databases)}
+	b := &execBatch{now: ks.sessNow(se), keys: map[string]*txKey{}, flushed: make([]bool, MaxDatabases)}
 	defer func() {
 		se.exec = nil
 		unlock()
@@ -134,6 +134,9 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 // updateBatch is Update inside an EXEC: keys start as the overlay has them, values are read
 // while holding the locks, and what fn did goes into the overlay when it returns nil.
 func (ks *Keyspace) updateBatch(se *Session, b *execBatch, keys []Key, fn func(tx *Tx) error) error {
+	if se.clock != 0 {
+		b.now = se.clock // a follower's batch: each command by its primary's clock (SetClock)
+	}
 	tx := &Tx{ks: ks}
 	tx.setup(keys)
 	for attempt := 0; ; attempt++ {

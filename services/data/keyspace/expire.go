@@ -84,6 +84,10 @@ func (ks *Keyspace) expireBatchOf(s *shard) (seen, removed int) {
 			ttlSum += float64(e.expireAt - now)
 			continue
 		}
+		if ks.follower.Load() {
+			continue // the primary's DEL removes it
+		}
+		ks.expiredLocked(s, e.db(), s.ix.key(e), now)
 		s.removeLocked(i, s.ix.slotOf(i))
 		removed++
 	}

@@ -62,8 +62,16 @@ func TypeName(t uint8) string {
 	return "none"
 }
 
-// MaxDatabases is the largest number of databases (SELECT indexes) a keyspace supports.
+// MaxDatabases is the number of database numbers a record can carry.
 const MaxDatabases = 256
+
+// InternalDB is the database of the node's own keys (a follower's replication state): never a
+// client's (Options.Databases stays below it), not counted by Info, kept by replay and
+// checkpoints whatever the databases setting. FLUSHALL empties it too.
+const InternalDB = MaxDatabases - 1
+
+// inReach reports whether keys of db are in the index: a client's database or InternalDB.
+func (s *shard) inReach(db uint8) bool { return int(db) < s.dbs || db == InternalDB }
 
 // Errors.
 var (
@@ -151,6 +159,10 @@ type Keyspace struct {
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
+	// sink receives the committed changes (changes.go); follower says only the change stream
+	// removes expired keys.
+	sink     atomic.Pointer[ChangeSink]
+	follower atomic.Bool
 	// engines are the other engines that read for the keyspace (RegisterEngine).
 	enginesMu sync.Mutex
 	engines   []vlog.Engine
@@ -170,11 +182,14 @@ type shard struct {
 	// replayVer, during Open only, holds the version of the record that defines each entry
 	// (by entry index), so that replay can skip older records of the key; freed after Open.
 	replayVer versionTable
-	keys      []int64 // live entries per database (expired but not yet removed included)
-	expires   []int64 // entries with an expire-at per database
-	expPos    uint32  // active expiry cursor (entry index)
-	avgTTLMs  atomic.Int64
-	ckpt      shardCheckpoint // checkpoint state (checkpoint.go)
+	// dbs is the number of databases clients use; keys of others but InternalDB, left by a
+	// larger databases setting, are out of reach (inReach).
+	dbs      int
+	keys     []int64 // live entries per database (expired but not yet removed included)
+	expires  []int64 // entries with an expire-at per database
+	expPos   uint32  // active expiry cursor (entry index)
+	avgTTLMs atomic.Int64
+	ckpt     shardCheckpoint // checkpoint state (checkpoint.go)
 	// cs is the chunk size of chunked values (chunked.go).
 	cs int
 	// deadMans are the manifests of chunked values removed or overwritten whose chunks are not
@@ -199,8 +214,8 @@ func Open(opts Options) (*Keyspace, error) {
 	if opts.Shards <= 0 || opts.Shards&(opts.Shards-1) != 0 || opts.Shards > 1024 {
 		return nil, fmt.Errorf("keyspace: shards must be a power of two from 1 to 1024, not %d", opts.Shards)
 	}
-	if opts.Databases <= 0 || opts.Databases > MaxDatabases {
-		return nil, fmt.Errorf("keyspace: databases must be 1..%d, not %d", MaxDatabases, opts.Databases)
+	if opts.Databases <= 0 || opts.Databases >= InternalDB {
+		return nil, fmt.Errorf("keyspace: databases must be 1..%d, not %d", InternalDB, opts.Databases)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -303,8 +318,9 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 		id:      id,
 		ix:      ix,
 		nshards: len(ks.shards),
-		keys:    make([]int64, ks.opts.Databases),
-		expires: make([]int64, ks.opts.Databases),
+		dbs:     ks.opts.Databases,
+		keys:    make([]int64, MaxDatabases),
+		expires: make([]int64, MaxDatabases),
 		cs:      ks.opts.chunkSize,
 	}
 	s.ckpt.dir = filepath.Join(ks.opts.Dir, shardDirName(id))
@@ -639,6 +655,14 @@ type Session struct {
 	notes   uint64
 	// exec is the EXEC the session is running (exec.go), nil when none.
 	exec *execBatch
+	// effects are the current command's (or EXEC's) effect not yet logged, kept of them the
+	// part earlier commands of an EXEC stated; clock, when not 0, is the clock its EXECs decide
+	// by (changes.go).
+	effects    []Effect
+	kept       int
+	clock      int64
+	cmdClock   int64
+	lastChange int64
 }
 
 // NewSession returns a session for one connection.

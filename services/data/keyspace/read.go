@@ -84,6 +84,9 @@ func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte) int {
 
 // expireKey removes key if it is (still) expired.
 func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
+	if ks.follower.Load() {
+		return // the primary's DEL removes it
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks.findLiveLocked(s, h, db, key, ks.opts.Now())
@@ -97,6 +100,7 @@ func (ks *Keyspace) findLiveLocked(s *shard, h uint64, db uint8, key []byte, now
 	if ok && s.ix.entry(i).expired(now) {
 		s.removeLocked(i, pos)
 		ks.stats.expired.Add(1)
+		ks.expiredLocked(s, db, key, now)
 		return 0, false, true
 	}
 	return i, ok, false

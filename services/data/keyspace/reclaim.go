@@ -583,7 +583,7 @@ func (ks *Keyspace) rewriteSegment(s *shard, id uint32, limit bool, gain int64) 
 			break
 		}
 		for i := range recs {
-			if int(recs[i].Header.DB) >= ks.opts.Databases {
+			if !s.inReach(recs[i].Header.DB) {
 				ks.skipSegment(s, id)
 				ks.log.Warn("segment holds keys of a database beyond the databases setting; not reclaimed", "shard", s.id, "segment", id, "db", recs[i].Header.DB)
 				return nil

@@ -738,7 +738,7 @@ func TestCrashReclaimBackground(t *testing.T) {
 // TestReplayFlushByVersion replays flush records after newer puts, as reclamation leaves them
 // when it copies a flush record forward: only the entries older than the record go.
 func TestReplayFlushByVersion(t *testing.T) {
-	s := &shard{ix: newTestIndex(t), keys: make([]int64, 16), expires: make([]int64, 16)}
+	s := &shard{ix: newTestIndex(t), dbs: 16, keys: make([]int64, MaxDatabases), expires: make([]int64, MaxDatabases)}
 	defer s.replayVer.free()
 	ks := &Keyspace{}
 	replay := func(kind vlog.Kind, db uint8, key string, version uint64) {

@@ -128,7 +128,7 @@ func (s *shard) replayLocked(ks *Keyspace, r *vlog.Record) error {
 	switch {
 	case h.Kind == vlog.KindSub || h.Kind == vlog.KindMark:
 		return nil // a sub-record is reachable only through its directory (chunked.go)
-	case int(db) >= len(s.keys):
+	case !s.inReach(db):
 		// Written with a larger --databases: keep such keys out of reach rather than fail.
 		return nil
 	case h.Kind == vlog.KindPut && !knownType(h.VType):
@@ -193,7 +193,7 @@ func (s *shard) replayLocked(ks *Keyspace, r *vlog.Record) error {
 // is a manifest naming chunks the collector moved, of the same value.
 func (s *shard) replayCoveredLocked(ks *Keyspace, r *vlog.Record) error {
 	h := r.Header
-	if h.Kind != vlog.KindPut || int(h.DB) >= len(s.keys) {
+	if h.Kind != vlog.KindPut || !s.inReach(h.DB) {
 		return nil
 	}
 	apply, tx, err := s.txOf(ks, r)

@@ -10,7 +10,7 @@ import (
 // TestReplayKeepsNewestRecord replays records out of version order, as a log holding rewritten
 // records would present them, and checks that each key's entry follows its newest record.
 func TestReplayKeepsNewestRecord(t *testing.T) {
-	s := &shard{ix: newTestIndex(t), keys: make([]int64, 16), expires: make([]int64, 16)}
+	s := &shard{ix: newTestIndex(t), dbs: 16, keys: make([]int64, MaxDatabases), expires: make([]int64, MaxDatabases)}
 	defer s.replayVer.free()
 	ks := &Keyspace{}
 	replay := func(kind vlog.Kind, key string, version uint64, off uint32, expireAt int64) {

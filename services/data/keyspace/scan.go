@@ -207,6 +207,9 @@ func (ks *Keyspace) FlushDB(se *Session, db int) error {
 		}
 		s.flushDBLocked(uint8(db))
 	})
+	if err == nil {
+		ks.changedLocked(se, ks.sessNow(se), shards...)
+	}
 	return err
 }
 
@@ -238,6 +241,9 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 		s.clearLocked()
 		s.avgTTLMs.Store(0)
 	})
+	if err == nil {
+		ks.changedLocked(se, ks.sessNow(se), ks.shards...)
+	}
 	unlock()
 	if err != nil {
 		return err

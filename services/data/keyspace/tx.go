@@ -339,7 +339,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		for _, s := range shards {
 			s.mu.Lock()
 		}
-		tx.begin()
+		tx.begin(ks.sessNow(se))
 		err := fn(tx)
 		if err == nil {
 			err = tx.commitLocked(se, nil)
@@ -555,8 +555,8 @@ func (tx *Tx) setup(keys []Key) {
 }
 
 // begin loads each key's entry for a new attempt. Shard locks are held.
-func (tx *Tx) begin() {
-	tx.now = tx.ks.opts.Now()
+func (tx *Tx) begin(now int64) {
+	tx.now = now
 	for _, k := range tx.uniq {
 		k.resetOps()
 		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
@@ -583,6 +583,16 @@ func (k *txKey) resetOps() {
 // an EXEC, adds its flush records, first in each shard's part. Nothing here waits for the disk:
 // the session's durability wait does, after the locks are gone.
 func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
+	shards, err := tx.commitRecordsLocked(se, b)
+	if err == nil && len(shards) > 0 {
+		tx.ks.changedLocked(se, tx.now, shards...)
+	}
+	return err
+}
+
+// commitRecordsLocked appends the records of commitLocked and applies them; it returns the
+// shards it wrote to.
+func (tx *Tx) commitRecordsLocked(se *Session, b *execBatch) ([]*shard, error) {
 	var writers []*txKey
 	for _, k := range tx.uniq {
 		if k.writesLocked(b) {
@@ -592,13 +602,13 @@ func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 	flushes := b.flushesLocked(tx.ks)
 	switch {
 	case len(writers)+len(flushes) == 0:
-		return nil
+		return nil, nil
 	case len(writers) == 1 && len(flushes) == 0:
-		return tx.applyLocked(se, writers[0], nil)
+		return []*shard{writers[0].shard}, tx.applyLocked(se, writers[0], nil)
 	case len(writers) == 0 && len(flushes) == 1:
 		f := flushes[0]
 		_, err := tx.ks.appendEachLocked(se, []*shard{f.s}, f.header(), f.applyLocked)
-		return err
+		return []*shard{f.s}, err
 	}
 	// Puts first: a removal may compact the index's key arena, which the room reserved for
 	// new keys must not depend on. (Flushes go before both: the puts after them reserve their
@@ -626,7 +636,7 @@ func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 		p := &parts[slices.Index(shards, k.shard)]
 		n, err := k.recordBytes(extLen)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.bytes += n
 		if (k.op == opPut || k.op == opEdit || k.op == opGroups) && !k.inIndexLocked(b) {
@@ -639,12 +649,12 @@ func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 		p := &parts[i]
 		if err := p.s.ix.reserveN(p.news, p.arena); err != nil {
 			cancelReserves(parts[:i])
-			return err
+			return nil, err
 		}
 		end, err := p.s.log.Reserve(p.bytes)
 		if err != nil {
 			cancelReserves(parts[:i])
-			return fmt.Errorf("keyspace: %w", err)
+			return nil, fmt.Errorf("keyspace: %w", err)
 		}
 		cond.ends = append(cond.ends, txEnd{shard: uint16(p.s.id), at: end})
 	}
@@ -671,16 +681,16 @@ func (tx *Tx) commitLocked(se *Session, b *execBatch) error {
 	}
 	for _, f := range flushes {
 		if err := tx.flushLocked(se, f, ext); err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 	}
 	for _, k := range writers {
 		if err := tx.applyLocked(se, k, ext); err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 	}
 	tx.ks.addBarriersLocked(shards, tx.ends)
-	return nil
+	return shards, nil
 }
 
 // addBarriersLocked makes each shard's log wait, after its part of a transaction (which ends at
@@ -871,9 +881,14 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.GroupThreshold}
-	if expireAt != 0 && expireAt <= ks.opts.Now() {
+	now := ks.sessNow(se)
+	if expireAt != 0 && expireAt <= now {
 		k.op = opDelete
 	}
 	tx := Tx{ks: ks}
-	return tx.applyLocked(se, &k, nil)
+	if err := tx.applyLocked(se, &k, nil); err != nil {
+		return err
+	}
+	ks.changedLocked(se, now, s)
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -79,6 +81,9 @@ type conn struct {
 	killed      atomic.Bool
 	fdMu        sync.Mutex // guards fd against a kill from another goroutine after close
 	fdOpen      bool
+	// hijacked is closed once the loop closed its descriptor of a connection handed over
+	// (hijack).
+	hijacked chan struct{}
 }
 
 // replySpan is one command's reply in the pending output.
@@ -91,9 +96,10 @@ type replySpan struct {
 func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
 	c := &conn{s: s, lp: lp, fd: fd, cl: cl, w: resp.NewWriter(), fdOpen: true}
 	c.rd = resp.NewReader(nil, *s.limits.Load())
-	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession()}
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Repl: s.repl}
 	cl.Close = c.kill
 	cl.Unblock = c.requestUnblock
+	cl.Hijack = c.hijack
 	return c
 }
 
@@ -115,6 +121,37 @@ func (c *conn) closeFd() {
 	c.fdOpen = false
 	unix.Close(c.fd)
 	c.fdMu.Unlock()
+	if c.hijacked != nil {
+		close(c.hijacked)
+	}
+}
+
+// hijack hands the socket to the command running (commands.Client.Hijack: a follower's PSYNC):
+// the replies so far are written, the socket leaves the loop's epoll set, and a duplicate of its
+// descriptor becomes a net.Conn. The connection then closes as if the client had sent QUIT,
+// which closes only the loop's descriptor; ready is closed when it has, so the new owner is the
+// only reader from then on.
+func (c *conn) hijack() (net.Conn, <-chan struct{}, error) {
+	if c.hijacked != nil || c.cl.Multi != nil {
+		return nil, nil, errors.New("connection cannot be handed over")
+	}
+	if !c.writeAll() {
+		return nil, nil, errors.New("connection closed")
+	}
+	unix.EpollCtl(c.lp.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	nfd, err := unix.Dup(c.fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(nfd), "replication")
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.hijacked = make(chan struct{})
+	c.cl.CloseAfterReply = true
+	return nc, c.hijacked, nil
 }
 
 // waitDurable waits for the durability the pending replies depend on. When the wait fails (the
@@ -407,6 +444,10 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	multi := c.cl.Multi
+	if (cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes()) && s.repl.Follower() {
+		c.reject(cmd, commands.ErrReadOnly)
+		return
+	}
 	if cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes() {
 		if err := s.ks.WriteErr(); err != nil {
 			c.reject(cmd, commands.Error(commands.ErrorLine(err)+"; write commands are refused until it succeeds"))
@@ -590,6 +631,13 @@ func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool)
 			ok = false
 		}
 	}()
+	// A write's effect, for the change stream, is its own arguments unless the handler says
+	// otherwise (keyspace.Session.Propagate); whatever it did not commit is forgotten.
+	ctx.Sess.StartCommand()
+	if cmd.Flags&commands.FlagWrite != 0 {
+		ctx.Propagate(ctx.Args)
+	}
+	defer ctx.Sess.EndCommand()
 	cmd.Handler(ctx)
 	return true
 }

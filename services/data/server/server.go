@@ -36,6 +36,7 @@ type Options struct {
 type Server struct {
 	cfg  *config.Config
 	ks   *keyspace.Keyspace
+	repl commands.Replication
 	log  *slog.Logger
 	ln   net.Listener
 	port int
@@ -80,7 +81,7 @@ func New(o Options) *Server {
 	id := make([]byte, 20)
 	rand.Read(id)
 	s := &Server{
-		cfg: o.Config, ks: o.Keyspace, log: o.Logger, started: time.Now(),
+		cfg: o.Config, ks: o.Keyspace, repl: commands.Standalone{}, log: o.Logger, started: time.Now(),
 		runID: hex.EncodeToString(id), configFile: o.ConfigFile,
 		clients: map[int64]*commands.Client{}, conns: map[int64]*conn{}, shutdown: make(chan struct{}),
 	}
@@ -91,6 +92,9 @@ func New(o Options) *Server {
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
+
+// SetReplication gives the server the node's replication (package repl); before Serve.
+func (s *Server) SetReplication(r commands.Replication) { s.repl = r }
 
 // updateLimits refreshes the protocol limits from the config (called on CONFIG SET).
 func (s *Server) updateLimits() {

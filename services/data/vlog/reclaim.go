@@ -395,20 +395,23 @@ func (l *Log) Pin(from uint32) (unpin func()) {
 
 // PinSegments keeps the files of segments ids while a reader uses them, as a read in flight
 // does, even if reclamation drops them meanwhile; the returned function lets go. It reports
-// false, pinning nothing, when one of them is gone already.
+// false, pinning nothing, when one of them is gone already (dropped, with no reader or Pin
+// keeping its file).
 func (l *Log) PinSegments(ids []uint32) (unpin func(), ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	segs := make([]*segment, 0, len(ids))
 	for _, id := range ids {
 		s := l.segs[id]
-		if s == nil {
+		if s != nil {
+			s.acquire()
+		} else if s = l.dropped[id]; s == nil || !s.tryAcquire() {
+			// Gone, unless a reader or a pin (a snapshot's) still holds its file.
 			for _, p := range segs {
 				p.release()
 			}
 			return nil, false
 		}
-		s.acquire()
 		segs = append(segs, s)
 	}
 	return func() {

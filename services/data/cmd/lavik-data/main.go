@@ -11,18 +11,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/lavikdb/lavik/pkg/schedpolicy"
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/repl"
 	"github.com/lavikdb/lavik/services/data/server"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
@@ -162,6 +165,21 @@ func run(args []string) int {
 		ks.Close()
 		return 1
 	}
+	node := repl.New(ks, repl.Options{
+		FS:            vfs.Default,
+		Dir:           cfg.Get("dir"),
+		BacklogSize:   cfg.Int("repl-backlog-size"),
+		MasterAuth:    func() string { return cfg.Get("masterauth") },
+		ListeningPort: func() int { return srv.Addr().(*net.TCPAddr).Port },
+		PingPeriod:    time.Duration(cfg.Int("repl-ping-replica-period")) * time.Second,
+		Timeout:       time.Duration(cfg.Int("repl-timeout")) * time.Second,
+		Logger:        log,
+		Server:        srv,
+	})
+	srv.SetReplication(node)
+	if err := node.Start(cfg.Replicaof()); err != nil {
+		log.Error("cannot start replication", "err", err)
+	}
 	log.Info("ready to accept connections", "addr", srv.Addr().String(), "version", commands.Version)
 
 	sigs := make(chan os.Signal, 1)
@@ -179,6 +197,7 @@ func run(args []string) int {
 		code = 1
 	}
 	srv.Close()
+	node.Close()
 	if err := ks.Close(); err != nil {
 		log.Error("closing the keyspace failed; the last writes may not be durable", "err", err)
 		return 1

@@ -1,0 +1,172 @@
+package keyspace
+
+// The change stream: what replication ships.
+//
+// A follower must apply the primary's changes in an order consistent with the order they were
+// made in, a change of several keys (MULTI/EXEC, RENAME, MSET) as one unit, and nothing a crash of
+// the primary could still take back. The shards' logs cannot give that: each has its own
+// positions, a transaction is several records in several logs, and the collector's copies and
+// kept tombstones look like writes. So the keyspace hands every committed change to a
+// ChangeSink (SetChangeSink) while it still holds the locks of every shard the change touched:
+// two changes of one key reach the sink in the order they were made, and a transaction reaches
+// it once, whole. What the change is, as commands a follower can run, is the session's effect:
+// the command layer states it (Session.Propagate) before it writes, since only it knows that
+// SET ... EX 10 means an absolute expiry or that SPOP removed these members. Expiry's removals
+// are changes too (a DEL the keyspace states itself), so a follower never decides expiry.
+//
+// The sink learns what each change depends on in the logs (Change.NoteDeps) and must not ship
+// it before a Session noting those deps has waited (the same wait a reply gets). Collector moves
+// and checkpoints never reach it.
+
+// Effect is one command of a change, as a follower runs it: argv in database DB.
+type Effect struct {
+	DB   int
+	Args [][]byte
+}
+
+// Change is one committed change, valid only during ChangeSink.Change.
+type Change struct {
+	// Now is the clock the change was decided by (unix ms): a follower applies it with the same
+	// clock, so that expiry decides alike on both sides.
+	Now int64
+	// Effects are the change's commands, in order; several are one unit.
+	Effects []Effect
+	shards  []*shard
+}
+
+// NoteDeps makes se's next Wait cover the records of the change.
+func (c *Change) NoteDeps(se *Session) {
+	tx := len(c.shards) > 1
+	for _, s := range c.shards {
+		se.noteTx(s.id, s.log.AppendedLSN(), tx)
+	}
+}
+
+// ChangeSink receives the keyspace's changes in commit order.
+type ChangeSink interface {
+	// Change is called once per committed change with the locks of the shards it touched
+	// held; it must be quick and must not call into the keyspace. It returns the change's
+	// position in the stream (the offset past it), which the session remembers (LastChange).
+	Change(c *Change) int64
+}
+
+// SetChangeSink starts (sink) or stops (nil) handing changes to sink. It takes every shard's
+// lock, so a change is wholly before it or wholly after it; at is called under them (a
+// snapshot's starting point is taken there).
+func (ks *Keyspace) SetChangeSink(sink ChangeSink, at func()) {
+	unlock := ks.lockAll()
+	defer unlock()
+	if sink == nil {
+		ks.sink.Store(nil)
+	} else {
+		ks.sink.Store(&sink)
+	}
+	if at != nil {
+		at()
+	}
+}
+
+// Propagate states the effect of the session's current command: the commands that make a
+// follower's keyspace change as the primary's does (a relative expiry made absolute, the members
+// SPOP chose removed by SREM, a blocking pop as the pop it did). It replaces what the command
+// stated before. The next commit logs it (and consumes it); a command that commits nothing
+// logs nothing.
+func (se *Session) Propagate(db int, cmds ...[][]byte) {
+	se.effects = se.effects[:se.kept]
+	for _, c := range cmds {
+		se.effects = append(se.effects, Effect{DB: db, Args: c})
+	}
+}
+
+// KeepEffect ends one command of an EXEC: its effect stays for the EXEC's commit and the next
+// command's Propagate adds to it instead of replacing it.
+func (se *Session) KeepEffect() { se.kept = len(se.effects) }
+
+// DropEffects forgets effects not logged (a command that ended without committing).
+func (se *Session) DropEffects() { se.effects, se.kept = se.effects[:0], 0 }
+
+// SetClock makes the session's EXECs (Keyspace.Exec) decide by the clock now (unix ms) instead
+// of the process's, until it is set back to 0: a follower applies its primary's changes by the
+// primary's clock.
+func (se *Session) SetClock(now int64) { se.clock = now }
+
+// changedLocked hands the change the session just committed in shards to the sink, if any.
+// The locks of shards are held.
+func (ks *Keyspace) changedLocked(se *Session, now int64, shards ...*shard) {
+	p := ks.sink.Load()
+	if p == nil || se == nil || len(se.effects) == 0 {
+		if se != nil {
+			se.DropEffects()
+		}
+		return
+	}
+	c := Change{Now: now, Effects: se.effects, shards: shards}
+	se.lastChange = (*p).Change(&c)
+	se.DropEffects()
+}
+
+// expiredLocked hands the removal of an expired key to the sink, as a DEL. The shard's write
+// lock is held.
+func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
+	p := ks.sink.Load()
+	if p == nil {
+		return
+	}
+	args := [][]byte{[]byte("DEL"), key}
+	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, shards: []*shard{s}}
+	(*p).Change(&c)
+}
+
+// SetFollower makes the keyspace a follower's (on) or a primary's: a follower's reads still
+// hide expired keys, but only the primary removes them (its DELs arrive in the change stream),
+// so that both sides agree on every key whatever their clocks say.
+func (ks *Keyspace) SetFollower(on bool) { ks.follower.Store(on) }
+
+// Follower reports SetFollower's state.
+func (ks *Keyspace) Follower() bool { return ks.follower.Load() }
+
+// Now is the clock the session's command decides by: SetClock's, else the instant its command
+// started (StartCommand), else the process's clock. A command reads one clock throughout (as
+// Redis's command time snapshot): the expiry SET ... EX computes and the one its write records
+// and replicates are the same.
+func (se *Session) Now() int64 {
+	switch {
+	case se.clock != 0:
+		return se.clock
+	case se.cmdClock != 0:
+		return se.cmdClock
+	}
+	return se.ks.opts.Now()
+}
+
+// sessNow is se.Now for a session that may be nil.
+func (ks *Keyspace) sessNow(se *Session) int64 {
+	if se == nil {
+		return ks.opts.Now()
+	}
+	return se.Now()
+}
+
+// StartCommand fixes the clock of the session's next command (Now) at the current time.
+func (se *Session) StartCommand() { se.cmdClock = se.ks.opts.Now() }
+
+// EndCommand ends the command: its clock, and its effect if nothing logged it.
+func (se *Session) EndCommand() {
+	se.cmdClock = 0
+	se.DropEffects()
+}
+
+// WaitAll makes everything appended to the logs so far as durable as the policy promises.
+func (ks *Keyspace) WaitAll() error {
+	se := ks.NewSession()
+	for _, s := range ks.shards {
+		s.mu.RLock()
+		ks.noteShardLocked(se, s)
+		s.mu.RUnlock()
+	}
+	return se.Wait()
+}
+
+// LastChange is the stream position a ChangeSink gave the session's last logged change (0:
+// none): what WAIT waits for followers to have.
+func (se *Session) LastChange() int64 { return se.lastChange }

@@ -1,0 +1,375 @@
+package repl
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+// Options configure a node's replication.
+type Options struct {
+	FS  vfs.FS
+	Dir string // the node's data directory; the backlog lives in its "repl-backlog"
+	// BacklogSize is repl-backlog-size: how much of the stream a primary keeps for partial
+	// resyncs. Too small: a follower back from a short outage needs a full resync; too large:
+	// disk.
+	BacklogSize int64
+	// MasterAuth is the password a follower gives its primary.
+	MasterAuth func() string
+	// ListeningPort is the port a follower tells its primary it serves clients on.
+	ListeningPort func() int
+	// PingPeriod is how often a primary sends PING down idle links (repl-ping-replica-period);
+	// Timeout how long either side waits for the other before dropping the link.
+	PingPeriod, Timeout time.Duration
+	Logger              *slog.Logger
+	// Server is what a follower's applier gives the commands it runs.
+	Server commands.Server
+}
+
+// Node is a data node's replication: a primary's stream and the followers it serves, or a
+// follower's link to its primary. See doc.go.
+type Node struct {
+	opts Options
+	ks   *keyspace.Keyspace
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// replid names the history the stream's offsets count in. Guarded by mu.
+	replid string
+	// stream is the primary's change stream, made when the first follower connects (a node
+	// nobody follows keeps none, as Redis keeps no backlog). Guarded by mu.
+	stream *Stream
+	// offset is the stream position of a node without a stream (a follower's applied
+	// offset, carried into the stream when it becomes a primary). Guarded by mu.
+	offset    int64
+	followers map[*followerLink]struct{}
+	link      *link // the link to the primary, when following
+
+	acks chan struct{} // closed and replaced when a follower acknowledges; guarded by mu
+
+	syncFull, syncPartialOK, syncPartialErr atomic.Uint64
+	// staleState: the persisted state no longer matches the data (forgetHistoryLocked failed).
+	staleState atomic.Bool
+}
+
+// New makes a node's replication for ks: a primary with a new history, until ReplicaOf.
+func New(ks *keyspace.Keyspace, opts Options) *Node {
+	if opts.PingPeriod <= 0 {
+		opts.PingPeriod = 10 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	return &Node{opts: opts, ks: ks, log: opts.Logger, replid: newReplID(), followers: map[*followerLink]struct{}{},
+		acks: make(chan struct{})}
+}
+
+func newReplID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Follower implements commands.Replication.
+func (n *Node) Follower() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.link != nil
+}
+
+// ReplicaOf implements commands.Replication.
+func (n *Node) ReplicaOf(host string, port int) error {
+	n.mu.Lock()
+	old := n.link
+	n.link = nil
+	n.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	if host == "" {
+		if old != nil {
+			n.promote(old)
+		}
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	// A primary becoming a follower: its followers are dropped (they reconnect and resync
+	// with the new history) and its stream ends; its keyspace takes only the link's changes.
+	n.stopStreamLocked()
+	n.ks.SetFollower(true)
+	n.link = newLink(n, host, port)
+	go n.link.run()
+	return nil
+}
+
+// promote makes a follower that was following through l a primary: a new history starting at
+// the offset it reached (Redis also keeps the old id as replid2 so its fellow followers can
+// continue; Lavik's do a full resync).
+func (n *Node) promote(l *link) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.replid = newReplID()
+	n.offset = l.applied.Load()
+	n.ks.SetFollower(false)
+	n.forgetHistoryLocked()
+	n.log.Info("replication: now a primary", "replid", n.replid, "offset", n.offset)
+}
+
+// Start makes the node follow host:port from start-up, or, with host "", a primary.
+func (n *Node) Start(host string, port int) error {
+	if host != "" {
+		return n.ReplicaOf(host, port)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := loadState(n.ks); ok {
+		n.forgetHistoryLocked()
+	}
+	return nil
+}
+
+// forgetHistoryLocked replaces the persisted replication state by the node's own history, which
+// no other node shares: a node that takes writes as a primary has diverged from the primary it
+// followed, and if it follows one again its PSYNC must get a full resync, never continue a stream
+// its data no longer matches. n.mu is held.
+func (n *Node) forgetHistoryLocked() {
+	se := n.ks.NewSession()
+	st := replState{replid: n.replid, offset: n.offset, db: -1}
+	err := n.ks.Put(se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString)
+	if err == nil {
+		err = se.Wait()
+	}
+	if err != nil {
+		// The old state must not be used by this process: its PSYNCs ask for a full resync.
+		n.staleState.Store(true)
+		n.log.Error("replication: cannot record the node's new history; following a primary later needs a full resync", "err", err)
+	}
+}
+
+// stopStreamLocked drops the followers and ends the stream. n.mu is held.
+func (n *Node) stopStreamLocked() {
+	for f := range n.followers {
+		f.close()
+	}
+	if n.stream != nil {
+		n.ks.SetChangeSink(nil, nil)
+		n.offset = n.stream.End()
+		n.stream.Close()
+		n.stream.Backlog().Close()
+		n.stream = nil
+	}
+	n.replid = newReplID()
+}
+
+// streamLocked returns the change stream, starting it if need be. n.mu is held.
+func (n *Node) streamLocked() (*Stream, error) {
+	if n.stream != nil {
+		return n.stream, nil
+	}
+	bl, err := OpenBacklog(n.opts.FS, filepath.Join(n.opts.Dir, "repl-backlog"), n.opts.BacklogSize, n.offset)
+	if err != nil {
+		return nil, err
+	}
+	s := NewStream(n.ks, bl, n.log)
+	n.ks.SetChangeSink(s, nil)
+	n.stream = s
+	go n.pinger(s)
+	return s, nil
+}
+
+// pinger sends PING down the stream every PingPeriod while it is the node's, so followers
+// know the link lives (Redis's repl-ping-replica-period).
+func (n *Node) pinger(s *Stream) {
+	t := time.NewTicker(n.opts.PingPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.stop:
+			return
+		}
+		s.Append("PING")
+	}
+}
+
+// Resync implements commands.Replication: the link drops its connection and its state, and
+// reconnects for a full resync.
+func (n *Node) Resync() error {
+	n.mu.Lock()
+	l := n.link
+	n.mu.Unlock()
+	if l == nil {
+		return commands.Error("ERR this node follows no primary: LAVIK.RESYNC rebuilds a follower")
+	}
+	n.staleState.Store(true)
+	l.connMu.Lock()
+	if l.conn != nil {
+		l.conn.Close()
+	}
+	l.connMu.Unlock()
+	n.log.Info("replication: rebuild asked: full resync")
+	return nil
+}
+
+// KillLinks implements commands.Replication.
+func (n *Node) KillLinks(replicas bool) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if replicas {
+		for f := range n.followers {
+			f.close()
+		}
+		return len(n.followers)
+	}
+	if l := n.link; l != nil {
+		l.connMu.Lock()
+		defer l.connMu.Unlock()
+		if l.conn != nil && l.state.Load() != linkConnect {
+			l.conn.Close()
+			return 1
+		}
+	}
+	return 0
+}
+
+// Close stops following and serving followers.
+func (n *Node) Close() {
+	n.mu.Lock()
+	l := n.link
+	n.link = nil
+	n.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+	n.mu.Lock()
+	n.stopStreamLocked()
+	n.mu.Unlock()
+}
+
+// Offset is the node's replication offset: its stream's end as a primary, what it applied as
+// a follower.
+func (n *Node) Offset() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.offsetLocked()
+}
+
+func (n *Node) offsetLocked() int64 {
+	switch {
+	case n.link != nil:
+		return n.link.applied.Load()
+	case n.stream != nil:
+		return n.stream.End()
+	}
+	return n.offset
+}
+
+// Role implements commands.Replication.
+func (n *Node) Role() commands.RoleInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l := n.link; l != nil {
+		return commands.RoleInfo{Follower: true, Offset: l.applied.Load(), Host: l.host, Port: l.port, State: l.roleState()}
+	}
+	r := commands.RoleInfo{Offset: n.offsetLocked()}
+	for _, f := range n.sortedFollowersLocked() {
+		if f.state.Load() == stateOnline {
+			r.Followers = append(r.Followers, commands.FollowerInfo{IP: f.ip, Port: f.port, Offset: f.ack.Load()})
+		}
+	}
+	return r
+}
+
+// Stats implements commands.Replication.
+func (n *Node) Stats() commands.ReplStats {
+	return commands.ReplStats{SyncFull: n.syncFull.Load(), SyncPartialOK: n.syncPartialOK.Load(), SyncPartialErr: n.syncPartialErr.Load()}
+}
+
+// Info implements commands.Replication: INFO replication, with Redis's field names.
+func (n *Node) Info(b *strings.Builder) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	kv := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
+	now := time.Now()
+	if l := n.link; l != nil {
+		kv("role", "slave")
+		kv("master_host", l.host)
+		kv("master_port", l.port)
+		up := l.state.Load() == linkConnected
+		kv("master_link_status", map[bool]string{true: "up", false: "down"}[up])
+		if last := l.lastIO.Load(); last > 0 {
+			kv("master_last_io_seconds_ago", int64(now.Sub(time.UnixMilli(last)).Seconds()))
+		} else {
+			kv("master_last_io_seconds_ago", -1)
+		}
+		syncing := l.state.Load() == linkSync
+		kv("master_sync_in_progress", b2i(syncing))
+		if syncing {
+			kv("master_sync_total_bytes", -1)
+			kv("master_sync_read_bytes", l.syncBytes.Load())
+			kv("master_sync_left_bytes", -1)
+			kv("master_sync_loaded_keys", l.syncKeys.Load())
+			kv("master_sync_last_io_seconds_ago", int64(now.Sub(time.UnixMilli(l.lastIO.Load())).Seconds()))
+		}
+		kv("slave_read_repl_offset", l.read.Load())
+		kv("slave_repl_offset", l.applied.Load())
+		kv("slave_priority", 100)
+		kv("slave_read_only", 1)
+		kv("replica_announced", 1)
+		if !up {
+			kv("master_link_down_since_seconds", int64(now.Sub(l.downSince()).Seconds()))
+		}
+	} else {
+		kv("role", "master")
+	}
+	fs := n.sortedFollowersLocked()
+	kv("connected_slaves", len(fs))
+	for i, f := range fs {
+		lag := int64(now.Sub(time.UnixMilli(f.ackTime.Load())).Seconds())
+		fmt.Fprintf(b, "slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d\r\n", i, f.ip, f.port, f.state.Load().String(), f.ack.Load(), lag)
+	}
+	kv("master_failover_state", "no-failover")
+	kv("master_replid", n.replidLocked())
+	kv("master_replid2", strings.Repeat("0", 40))
+	kv("master_repl_offset", n.offsetLocked())
+	kv("second_repl_offset", -1)
+	if s := n.stream; s != nil {
+		st := s.Backlog().Stats()
+		kv("repl_backlog_active", 1)
+		kv("repl_backlog_size", n.opts.BacklogSize)
+		kv("repl_backlog_first_byte_offset", st.First+1)
+		kv("repl_backlog_histlen", st.End-st.First)
+	} else {
+		kv("repl_backlog_active", 0)
+		kv("repl_backlog_size", n.opts.BacklogSize)
+		kv("repl_backlog_first_byte_offset", 0)
+		kv("repl_backlog_histlen", 0)
+	}
+}
+
+func (n *Node) replidLocked() string {
+	if n.link != nil {
+		if id := n.link.replID(); id != "" {
+			return id
+		}
+	}
+	return n.replid
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

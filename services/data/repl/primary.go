@@ -1,0 +1,324 @@
+package repl
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/services/data/commands"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+)
+
+// followerState is where a follower's link stands, as INFO's slaveN state names it.
+type followerState int32
+
+const (
+	stateWaitBgsave followerState = iota // preparing the snapshot
+	stateSendBulk                        // sending the snapshot
+	stateOnline                          // streaming changes
+)
+
+func (s followerState) String() string {
+	return [...]string{"wait_bgsave", "send_bulk", "online"}[s]
+}
+
+type atomicState struct{ v atomic.Int32 }
+
+func (a *atomicState) Load() followerState   { return followerState(a.v.Load()) }
+func (a *atomicState) Store(s followerState) { a.v.Store(int32(s)) }
+
+// followerLink is one follower a primary serves.
+type followerLink struct {
+	conn    net.Conn
+	ip      string
+	port    int
+	id      int64
+	state   atomicState
+	ack     atomic.Int64 // the offset it acknowledged it applied
+	ackTime atomic.Int64 // unix ms of its last acknowledgement
+	once    sync.Once
+	done    chan struct{}
+}
+
+func (f *followerLink) close() {
+	f.once.Do(func() {
+		close(f.done)
+		f.conn.Close()
+	})
+}
+
+// sortedFollowersLocked lists the followers by connection id. n.mu is held.
+func (n *Node) sortedFollowersLocked() []*followerLink {
+	out := make([]*followerLink, 0, len(n.followers))
+	for f := range n.followers {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b *followerLink) int { return int(a.id - b.id) })
+	return out
+}
+
+// Sync implements commands.Replication: it serves one follower's PSYNC (or SYNC) on conn until
+// the link breaks. A PSYNC naming this node's history at an offset the backlog still holds
+// continues from there (+CONTINUE); anything else gets the whole keyspace (+FULLRESYNC, the
+// snapshot, then the stream from the snapshot's offset).
+func (n *Node) Sync(conn net.Conn, ready <-chan struct{}, cl *commands.Client, args [][]byte) {
+	<-ready
+	ip, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
+	if cl.ReplIP != "" {
+		ip = cl.ReplIP
+	}
+	f := &followerLink{conn: conn, ip: ip, port: cl.ReplPort, id: cl.ID, done: make(chan struct{})}
+	f.ackTime.Store(time.Now().UnixMilli())
+	defer f.close()
+
+	n.mu.Lock()
+	if n.link != nil {
+		n.mu.Unlock()
+		conn.Write([]byte("-ERR this node follows a primary and serves no followers\r\n"))
+		return
+	}
+	s, err := n.streamLocked()
+	if err != nil {
+		n.mu.Unlock()
+		n.log.Error("replication: cannot start the change stream", "err", err)
+		fmt.Fprintf(conn, "-ERR %s\r\n", strings.ReplaceAll(err.Error(), "\r\n", " "))
+		return
+	}
+	replid := n.replid
+	psync := strings.EqualFold(string(args[0]), "psync")
+	from := int64(-1)
+	if psync {
+		if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil && string(args[1]) == replid {
+			// PSYNC names the next byte the follower needs, counting from 1.
+			from = off - 1
+		}
+	}
+	bl := s.Backlog()
+	partial := from >= 0 && from >= bl.First() && from <= bl.End()
+	n.followers[f] = struct{}{}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.followers, f)
+		n.mu.Unlock()
+		n.ackNotify()
+	}()
+
+	go n.readAcks(f)
+	log := n.log.With("follower", conn.RemoteAddr().String(), "port", f.port)
+	if partial {
+		n.syncPartialOK.Add(1)
+		log.Info("replication: partial resync", "from", from, "backlog_first", bl.First(), "end", bl.End())
+		if _, err := fmt.Fprintf(conn, "+CONTINUE %s\r\n", replid); err != nil {
+			return
+		}
+		f.ack.Store(from)
+	} else {
+		if psync && string(args[1]) != "?" {
+			n.syncPartialErr.Add(1)
+		}
+		n.syncFull.Add(1)
+		var err error
+		if from, err = n.sendSnapshot(f, s, replid, psync, log); err != nil {
+			log.Warn("replication: full resync failed", "err", err)
+			return
+		}
+	}
+	f.state.Store(stateOnline)
+	if err := n.sendStream(f, s, from); err != nil && !errors.Is(err, net.ErrClosed) {
+		log.Info("replication: follower link closed", "err", err)
+	}
+}
+
+// sendSnapshot sends +FULLRESYNC and the snapshot; it returns the stream offset the snapshot
+// stands at.
+func (n *Node) sendSnapshot(f *followerLink, s *Stream, replid string, psync bool, log interface {
+	Info(string, ...any)
+}) (int64, error) {
+	f.state.Store(stateWaitBgsave)
+	var off int64
+	start := time.Now()
+	sn := n.ks.Snapshot(func() {
+		s.mu.Lock()
+		off = s.bl.End()
+		// The follower starts from the snapshot: the next change must say its database
+		// and clock again.
+		s.db, s.clock = -1, 0
+		s.mu.Unlock()
+	})
+	defer sn.Close()
+	log.Info("replication: full resync", "offset", off, "keys", sn.Keys(), "copy", time.Since(start))
+	if psync {
+		if _, err := fmt.Fprintf(f.conn, "+FULLRESYNC %s %d\r\n", replid, off); err != nil {
+			return 0, err
+		}
+	}
+	// Every record the snapshot holds is durable before a byte of it leaves.
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.Timeout)
+	sh := s.WaitShippable(ctx, off-1)
+	cancel()
+	if sh < off {
+		return 0, errors.New("repl: the value log did not make the snapshot durable in time")
+	}
+	f.state.Store(stateSendBulk)
+	var mark [20]byte
+	rand.Read(mark[:])
+	eof := hex.EncodeToString(mark[:])
+	bw := bufio.NewWriterSize(&deadlineWriter{c: f.conn, d: n.opts.Timeout}, 256<<10)
+	fmt.Fprintf(bw, "$EOF:%s\r\n", eof)
+	sw := newSnapWriter(bw)
+	var val []byte
+	err := sn.Each(func(db int, key []byte, v keyspace.Value, m keyspace.Meta) error {
+		b, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		val = b
+		return sw.key(db, m.Type, m.ExpireAt, key, val)
+	})
+	if err == nil {
+		err = sw.end()
+	}
+	if err == nil {
+		_, err = bw.WriteString(eof)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return 0, err
+	}
+	log.Info("replication: snapshot sent", "keys", sn.Keys(), "took", time.Since(start))
+	return off, nil
+}
+
+// deadlineWriter writes to a connection, each write within d.
+type deadlineWriter struct {
+	c net.Conn
+	d time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.c.SetWriteDeadline(time.Now().Add(w.d))
+	return w.c.Write(p)
+}
+
+// sendStream sends the stream to f from offset off as it becomes shippable, until the link breaks
+// or the backlog no longer holds what f needs (it then reconnects for a full resync).
+func (n *Node) sendStream(f *followerLink, s *Stream, off int64) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-f.done
+		cancel()
+	}()
+	buf := make([]byte, 256<<10)
+	w := &deadlineWriter{c: f.conn, d: n.opts.Timeout}
+	for {
+		sh := s.WaitShippable(ctx, off)
+		if ctx.Err() != nil {
+			return net.ErrClosed
+		}
+		for off < sh {
+			m, err := s.Backlog().ReadAt(buf[:min(int64(len(buf)), sh-off)], off)
+			if err != nil {
+				return fmt.Errorf("repl: follower needs offset %d: %w", off, err)
+			}
+			if _, err := w.Write(buf[:m]); err != nil {
+				return err
+			}
+			off += int64(m)
+		}
+	}
+}
+
+// readAcks reads what the follower sends on its link: REPLCONF ACK <offset> (once a second and
+// when asked). A link silent for longer than the timeout is dropped.
+func (n *Node) readAcks(f *followerLink) {
+	defer f.close()
+	rd := resp.NewReader(&deadlineReader{c: f.conn, d: n.opts.Timeout}, resp.Limits{})
+	var cmds []resp.Command
+	for {
+		var err error
+		cmds, err = rd.ReadCommands(cmds, 0)
+		if err != nil {
+			return
+		}
+		for _, c := range cmds {
+			if len(c.Args) >= 3 && strings.EqualFold(string(c.Args[0]), "replconf") && strings.EqualFold(string(c.Args[1]), "ack") {
+				if off, err := strconv.ParseInt(string(c.Args[2]), 10, 64); err == nil {
+					f.ack.Store(off)
+					f.ackTime.Store(time.Now().UnixMilli())
+					n.ackNotify()
+				}
+			}
+		}
+	}
+}
+
+type deadlineReader struct {
+	c net.Conn
+	d time.Duration
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	r.c.SetReadDeadline(time.Now().Add(r.d))
+	return r.c.Read(p)
+}
+
+var _ io.Reader = (*deadlineReader)(nil)
+
+// ackNotify wakes WAITs.
+func (n *Node) ackNotify() {
+	n.mu.Lock()
+	close(n.acks)
+	n.acks = make(chan struct{})
+	n.mu.Unlock()
+}
+
+// Wait implements commands.Replication: WAIT numreplicas timeout. The followers are asked to
+// acknowledge at once (REPLCONF GETACK in the stream), as Redis does.
+func (n *Node) Wait(offset int64, want int, timeout time.Duration) int {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	asked := false
+	for {
+		n.mu.Lock()
+		count := 0
+		for f := range n.followers {
+			if f.state.Load() == stateOnline && f.ack.Load() >= offset {
+				count++
+			}
+		}
+		ch, s := n.acks, n.stream
+		n.mu.Unlock()
+		if count >= want {
+			return count
+		}
+		if !asked && s != nil {
+			s.Append("REPLCONF", "GETACK", "*")
+			asked = true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return count
+		}
+	}
+}
