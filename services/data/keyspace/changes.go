@@ -122,6 +122,21 @@ func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
 // so that both sides agree on every key whatever their clocks say.
 func (ks *Keyspace) SetFollower(on bool) { ks.follower.Store(on) }
 
+// SetClockFloor makes reads treat keys as expired by the clock floor (unix ms) when it is
+// ahead of the process's: a follower's reads go by its primary's clock as the stream last said
+// it, so that a follower whose clock is behind never serves a key its primary considers
+// expired.
+func (ks *Keyspace) SetClockFloor(floor int64) { ks.floor.Store(floor) }
+
+// readNow is the clock reads decide expiry by.
+func (ks *Keyspace) readNow() int64 {
+	n := ks.opts.Now()
+	if f := ks.floor.Load(); f > n {
+		return f
+	}
+	return n
+}
+
 // Follower reports SetFollower's state.
 func (ks *Keyspace) Follower() bool { return ks.follower.Load() }
 

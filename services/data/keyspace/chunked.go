@@ -668,7 +668,7 @@ func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []b
 			return false, nil
 		}
 		e := s.ix.entry(i)
-		if e.expired(ks.opts.Now()) {
+		if e.expired(ks.readNow()) {
 			s.mu.RUnlock()
 			ks.expireKey(s, h, db, key)
 			ks.noteDep(se, s, dep)

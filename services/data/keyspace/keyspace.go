@@ -163,6 +163,7 @@ type Keyspace struct {
 	// removes expired keys.
 	sink     atomic.Pointer[ChangeSink]
 	follower atomic.Bool
+	floor    atomic.Int64 // SetClockFloor
 	// engines are the other engines that read for the keyspace (RegisterEngine).
 	enginesMu sync.Mutex
 	engines   []vlog.Engine

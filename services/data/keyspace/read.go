@@ -44,7 +44,7 @@ func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 		return Meta{}, false
 	}
 	e := s.ix.entry(i)
-	if e.expired(ks.opts.Now()) {
+	if e.expired(ks.readNow()) {
 		s.mu.RUnlock()
 		ks.expireKey(s, h, uint8(db), key)
 		ks.noteDep(se, s, dep)
@@ -70,7 +70,7 @@ func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte) int {
 		return n
 	}
 	hs, shards := ks.rlockKeys(db, keys)
-	now := ks.opts.Now()
+	now := ks.readNow()
 	for i, key := range keys {
 		s := ks.shardOf(hs[i])
 		ks.noteDep(se, s, s.depLocked(hs[i]))
@@ -243,7 +243,7 @@ func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta
 		return false, nil
 	}
 	e := s.ix.entry(i)
-	if e.expired(ks.opts.Now()) {
+	if e.expired(ks.readNow()) {
 		s.mu.RUnlock()
 		ks.expireKey(s, h, uint8(db), key)
 		ks.noteDep(se, s, dep)
@@ -425,7 +425,7 @@ func (ks *Keyspace) lookupKey(se *Session, db int, key []byte, sn *keySnap) {
 	s.mu.RLock()
 	dep := s.depLocked(sn.h)
 	if i, _, ok := s.ix.find(uint32(sn.h), uint8(db), key); ok {
-		if e := s.ix.entry(i); e.expired(ks.opts.Now()) {
+		if e := s.ix.entry(i); e.expired(ks.readNow()) {
 			s.mu.RUnlock()
 			ks.expireKey(s, sn.h, uint8(db), key)
 			s.mu.RLock()
@@ -479,7 +479,7 @@ func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap,
 	for i, h := range hs {
 		snaps[i].h, snaps[i].s = h, ks.shardOf(h)
 	}
-	now := ks.opts.Now()
+	now := ks.readNow()
 	segs := map[*shard][]uint32{}
 	for i, key := range keys {
 		sn := &snaps[i]

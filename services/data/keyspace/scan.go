@@ -99,7 +99,7 @@ func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
 	if ks.DBSize(se, db) == 0 {
 		return nil
 	}
-	now := ks.opts.Now()
+	now := ks.readNow()
 	for attempt := 0; attempt < 64; attempt++ {
 		s := ks.shards[rand.IntN(len(ks.shards))]
 		s.mu.RLock()

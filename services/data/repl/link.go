@@ -477,12 +477,14 @@ func (a *applier) flush() error {
 		}
 		a.units = a.units[n:]
 		a.l.applied.Store(st.offset)
+		ks.SetClockFloor(st.clock)
 	}
 	a.units = a.units[:0]
 	// Past the last unit only PING, SELECT and the like were read, which change no data: they
 	// count as applied without a write (a restart reads them again).
 	if a.upto.offset > a.l.applied.Load() {
 		a.l.applied.Store(a.upto.offset)
+		ks.SetClockFloor(a.upto.clock)
 	}
 	if a.ackAsked {
 		a.ackAsked = false

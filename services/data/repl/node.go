@@ -122,6 +122,7 @@ func (n *Node) promote(l *link) {
 	n.replid = newReplID()
 	n.offset = l.applied.Load()
 	n.ks.SetFollower(false)
+	n.ks.SetClockFloor(0)
 	n.forgetHistoryLocked()
 	n.log.Info("replication: now a primary", "replid", n.replid, "offset", n.offset)
 }
@@ -199,7 +200,7 @@ func (n *Node) pinger(s *Stream) {
 		case <-s.stop:
 			return
 		}
-		s.Append("PING")
+		s.Ping()
 	}
 }
 
