@@ -13,7 +13,7 @@ GOFLAGS   ?=
 BINARIES := lavik-data lavik-bench
 # The concurrent packages, tested again under the race detector; the storage packages, tested
 # again with their costly self-checks (the invariants build tag).
-RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server
+RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server ./services/data/repl
 INVARIANT_PKGS := ./services/data/vlog ./services/data/keyspace
 
 .DEFAULT_GOAL := help
