@@ -245,10 +245,11 @@ func (n *Node) sendStream(f *followerLink, s *Stream, off int64) error {
 }
 
 // readAcks reads what the follower sends on its link: REPLCONF ACK <offset> (once a second and
-// when asked). A link silent for longer than the timeout is dropped.
+// when asked). An online link silent for longer than the timeout is dropped; a follower loading
+// a snapshot says nothing until it is done, however long that takes.
 func (n *Node) readAcks(f *followerLink) {
 	defer f.close()
-	rd := resp.NewReader(&deadlineReader{c: f.conn, d: n.opts.Timeout}, resp.Limits{})
+	rd := resp.NewReader(&ackReader{f: f, d: n.opts.Timeout}, resp.Limits{})
 	var cmds []resp.Command
 	for {
 		var err error
@@ -279,6 +280,30 @@ func (r *deadlineReader) Read(p []byte) (int, error) {
 }
 
 var _ io.Reader = (*deadlineReader)(nil)
+
+// ackReader reads a follower's link, within d once the follower is online.
+type ackReader struct {
+	f *followerLink
+	d time.Duration
+}
+
+func (r *ackReader) Read(p []byte) (int, error) {
+	for {
+		// Not online yet: wake up now and then to see whether it is.
+		waiting := r.f.state.Load() != stateOnline
+		d := r.d
+		if waiting {
+			d = time.Second
+		}
+		r.f.conn.SetReadDeadline(time.Now().Add(d))
+		n, err := r.f.conn.Read(p)
+		var ne net.Error
+		if n == 0 && waiting && errors.As(err, &ne) && ne.Timeout() {
+			continue
+		}
+		return n, err
+	}
+}
 
 // ackNotify wakes WAITs.
 func (n *Node) ackNotify() {
