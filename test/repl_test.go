@@ -1261,3 +1261,35 @@ func TestReplFullSyncUnderLoad(t *testing.T) {
 	}
 	t.Logf("full sync of %d keys x %d B took %v (follower start to master_link_status:up)", keys, valueSize, syncTook.Round(time.Millisecond))
 }
+
+// TestReplWaitBlocksOnlyItsClient: a WAIT that cannot be satisfied (2 followers asked, 1
+// exists) holds up its own client until its timeout, and nobody else: other clients' commands
+// are answered while it waits, and it then replies how many followers acknowledged.
+func TestReplWaitBlocksOnlyItsClient(t *testing.T) {
+	_, _, pc, _ := replPair(t)
+	ctx := context.Background()
+	checkNoErr(t, "SET", pc.Set(ctx, "w", "1", 0).Err())
+	done := make(chan int64, 1)
+	go func() {
+		conn := pc.Conn()
+		defer conn.Close()
+		conn.Set(ctx, "mine", "x", 0)
+		n, _ := conn.Do(ctx, "WAIT", 2, 3000).Int64()
+		done <- n
+	}()
+	other := pc.Conn()
+	defer other.Close()
+	for i := range 50 {
+		if err := other.Set(ctx, fmt.Sprint("other", i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-done:
+			t.Fatalf("WAIT 2 returned %d while another client was still being served (after %d of its commands)", n, i)
+		default:
+		}
+	}
+	if n := <-done; n != 1 {
+		t.Fatalf("WAIT 2 3000 with one follower = %d, want 1", n)
+	}
+}

@@ -268,7 +268,7 @@ const heavyValue = flushAt
 
 // heavy reports whether the command of args should run detached (runDetached) rather than on
 // the loop: it may make a reply too long to buffer (a value longer than heavyValue, many keys),
-// or wait for the disk long (KEYS, SCAN, FLUSHALL, a RENAME or COPY that moves a large value).
+// or wait long (KEYS, SCAN, FLUSHALL, a RENAME or COPY that moves a large value, WAIT).
 // A command the dispatcher will refuse or queue (MULTI) runs on the loop.
 func (c *conn) heavy(args [][]byte) bool {
 	cmd := commands.Lookup(args[0])
@@ -293,6 +293,8 @@ func (c *conn) heavy(args [][]byte) bool {
 		return total > heavyValue
 	case "keys", "scan", "randomkey", "flushdb", "flushall", "rename", "renamenx", "copy", "move", "lavik.digest", "debug":
 		return true
+	case "wait":
+		return true // waits for followers' acknowledgements, holding up only its client
 	}
 	if cmd.Flags&commands.FlagBlocking != 0 {
 		return false // parks on the loop (see loop.block)
