@@ -1293,3 +1293,56 @@ func TestReplWaitBlocksOnlyItsClient(t *testing.T) {
 		t.Fatalf("WAIT 2 3000 with one follower = %d, want 1", n)
 	}
 }
+
+// TestReplSwitchover: the follower is promoted and the old primary follows it. With no write in
+// between, the old primary continues with a partial resync (the promoted node keeps the old
+// history as replid2, up to where it got it). When the old primary took a write the new one
+// never saw, its history diverged: it is detected by offset and the old primary is rebuilt with
+// a full resync, losing that write, and both end with the same data.
+func TestReplSwitchover(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("Lavik's switchover; Redis's PSYNC2 is alike but its test would differ in details")
+	}
+	for _, diverge := range []bool{false, true} {
+		t.Run(fmt.Sprintf("diverged=%v", diverge), func(t *testing.T) {
+			a, b, ac, bc := replPair(t)
+			ctx := context.Background()
+			for i := range 200 {
+				checkNoErr(t, "SET", ac.Set(ctx, fmt.Sprint("k", i), i, 0).Err())
+			}
+			checkNoErr(t, "HSET", ac.HSet(ctx, "h", "f", "v").Err())
+			waitInSync(t, ac, bc)
+			if err := bc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if diverge {
+				checkNoErr(t, "SET on the old primary", ac.Set(ctx, "lost", "x", 0).Err())
+			}
+			if err := ac.Do(ctx, "REPLICAOF", "127.0.0.1", b.Port()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitLinkUp(t, ac, 20*time.Second)
+			checkNoErr(t, "SET on the new primary", bc.Set(ctx, "after", "1", 0).Err())
+			waitInSync(t, bc, ac)
+			assertSameData(t, bc, ac, 1)
+			full, partial, _ := syncStats(t, bc)
+			if diverge && (full != 1 || partial != 0) {
+				t.Fatalf("diverged old primary: sync_full %d, sync_partial_ok %d; want a full resync", full, partial)
+			}
+			if !diverge && (full != 0 || partial != 1) {
+				t.Fatalf("old primary in step: sync_full %d, sync_partial_ok %d; want a partial resync", full, partial)
+			}
+			if n, _ := ac.Exists(ctx, "lost").Result(); n != 0 {
+				t.Fatal("the write the new primary never saw survived on the old primary")
+			}
+			if v, _ := ac.Get(ctx, "after").Result(); v != "1" {
+				t.Fatalf("old primary has after=%q, want 1", v)
+			}
+			info := replInfo(t, bc, "replication")
+			if info["master_replid2"] == strings.Repeat("0", 40) || replInt(t, info, "second_repl_offset") <= 0 {
+				t.Fatalf("promoted node: master_replid2 %s second_repl_offset %s", info["master_replid2"], info["second_repl_offset"])
+			}
+			_ = a
+		})
+	}
+}

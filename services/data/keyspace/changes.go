@@ -31,6 +31,8 @@ type Change struct {
 	Now int64
 	// Effects are the change's commands, in order; several are one unit.
 	Effects []Effect
+	// Expired says the change is expiry's removal of a key (a DEL the keyspace states).
+	Expired bool
 	shards  []*shard
 }
 
@@ -113,7 +115,7 @@ func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
 		return
 	}
 	args := [][]byte{[]byte("DEL"), key}
-	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, shards: []*shard{s}}
+	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, Expired: true, shards: []*shard{s}}
 	(*p).Change(&c)
 }
 

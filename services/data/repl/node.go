@@ -51,7 +51,11 @@ type Node struct {
 	stream *Stream
 	// offset is the stream position of a node without a stream (a follower's applied
 	// offset, carried into the stream when it becomes a primary). Guarded by mu.
-	offset    int64
+	offset int64
+	// replid2 is the history this node followed before it was promoted, valid up to offset2
+	// (INFO's master_replid2 and second_repl_offset). Guarded by mu.
+	replid2   string
+	offset2   int64
 	followers map[*followerLink]struct{}
 	link      *link // the link to the primary, when following
 
@@ -104,13 +108,36 @@ func (n *Node) ReplicaOf(host string, port int) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	// A primary becoming a follower: its followers are dropped (they reconnect and resync
-	// with the new history) and its stream ends; its keyspace takes only the link's changes.
-	n.stopStreamLocked()
+	if old == nil {
+		// A primary stepping down: its followers are dropped and its stream ends. Its data
+		// stands at its stream's end in its history, which it records as a follower's state:
+		// a new primary that was its follower and got all of it continues from there (PSYNC2),
+		// any other gets a full resync. A client's write that passed the READONLY check before
+		// this and commits after would make the data differ from that state: the tripwire that
+		// replaces the stream sees it and asks for a full resync instead.
+		n.stopStreamLocked()
+		n.offset = max(n.offset, 0)
+		st := replState{replid: n.replid, offset: n.offset, db: -1}
+		n.writeStateLocked(st)
+		n.ks.SetChangeSink(tripwire{n}, nil)
+	}
 	n.ks.SetFollower(true)
 	n.link = newLink(n, host, port)
 	go n.link.run()
 	return nil
+}
+
+// tripwire is a follower's change sink: the changes the link applies state no effects and never
+// reach it, so a change that does is a client's write that slipped past the READONLY check
+// while the node stepped down. The data then no longer matches the recorded state.
+type tripwire struct{ n *Node }
+
+func (t tripwire) Change(c *keyspace.Change) int64 {
+	if !c.Expired {
+		t.n.log.Warn("replication: a write committed after this node became a follower; rebuilding it with a full resync")
+		go t.n.Resync()
+	}
+	return 0
 }
 
 // promote makes a follower that was following through l a primary: a new history starting at
@@ -119,8 +146,12 @@ func (n *Node) ReplicaOf(host string, port int) error {
 func (n *Node) promote(l *link) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	// The old history stays valid up to where this node got it: a fellow follower (or the old
+	// primary) that stands exactly there continues with a partial resync (Redis's PSYNC2).
+	n.replid2, n.offset2 = l.replID(), l.applied.Load()
 	n.replid = newReplID()
 	n.offset = l.applied.Load()
+	n.ks.SetChangeSink(nil, nil)
 	n.ks.SetFollower(false)
 	n.ks.SetClockFloor(0)
 	n.forgetHistoryLocked()
@@ -145,8 +176,12 @@ func (n *Node) Start(host string, port int) error {
 // followed, and if it follows one again its PSYNC must get a full resync, never continue a stream
 // its data no longer matches. n.mu is held.
 func (n *Node) forgetHistoryLocked() {
+	n.writeStateLocked(replState{replid: n.replid, offset: n.offset, db: -1})
+}
+
+// writeStateLocked records st as the node's replication state. n.mu is held.
+func (n *Node) writeStateLocked(st replState) {
 	se := n.ks.NewSession()
-	st := replState{replid: n.replid, offset: n.offset, db: -1}
 	err := n.ks.Put(se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString)
 	if err == nil {
 		err = se.Wait()
@@ -170,7 +205,6 @@ func (n *Node) stopStreamLocked() {
 		n.stream.Backlog().Close()
 		n.stream = nil
 	}
-	n.replid = newReplID()
 }
 
 // streamLocked returns the change stream, starting it if need be. n.mu is held.
@@ -342,9 +376,15 @@ func (n *Node) Info(b *strings.Builder) {
 	}
 	kv("master_failover_state", "no-failover")
 	kv("master_replid", n.replidLocked())
-	kv("master_replid2", strings.Repeat("0", 40))
-	kv("master_repl_offset", n.offsetLocked())
-	kv("second_repl_offset", -1)
+	if n.replid2 != "" && n.link == nil {
+		kv("master_replid2", n.replid2)
+		kv("master_repl_offset", n.offsetLocked())
+		kv("second_repl_offset", n.offset2+1)
+	} else {
+		kv("master_replid2", strings.Repeat("0", 40))
+		kv("master_repl_offset", n.offsetLocked())
+		kv("second_repl_offset", -1)
+	}
 	if s := n.stream; s != nil {
 		st := s.Backlog().Stats()
 		kv("repl_backlog_active", 1)

@@ -100,8 +100,10 @@ func (n *Node) Sync(conn net.Conn, ready <-chan struct{}, cl *commands.Client, a
 	psync := strings.EqualFold(string(args[0]), "psync")
 	from := int64(-1)
 	if psync {
-		if off, err := strconv.ParseInt(string(args[2]), 10, 64); err == nil && string(args[1]) == replid {
-			// PSYNC names the next byte the follower needs, counting from 1.
+		off, err := strconv.ParseInt(string(args[2]), 10, 64)
+		// PSYNC names the next byte the follower needs, counting from 1. The history this
+		// node followed before its promotion is good up to where it got it.
+		if err == nil && (string(args[1]) == replid || n.replid2 != "" && string(args[1]) == n.replid2 && off-1 <= n.offset2) {
 			from = off - 1
 		}
 	}
