@@ -214,22 +214,10 @@ func (s *Stream) Close() {
 }
 
 // appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
+func appendCommand(b []byte, args ...string) []byte { return appendArgs(b, args) }
 
-// appendArgs is appendCommand for byte arguments.
-func appendArgs(b []byte, args [][]byte) []byte {
+// appendArgs is appendCommand for arguments of either kind.
+func appendArgs[T string | []byte](b []byte, args []T) []byte {
 	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
 	b = append(b, '\r', '\n')
