@@ -99,6 +99,18 @@ bench-full: build ## longer sweeps over 50..1280 connections, 1,000-4,000 byte v
 bench-capacity: build ## larger than memory: lavik-data in a 2 GiB cgroup, GET at 1M then 20M keys x 1 KiB (root, ~22 GB disk)
 	$(BENCH_CAPACITY)
 
+# Replication, Lavik and Redis side by side: each kind in turn loads a primary with 1M keys x 1 KiB,
+# times a full resync with the primary idle, measures the primary under GET+SET load before,
+# during and after a second follower's full resync, then the follower's lag under SET load.
+# Every server on CPU 0, the generator on CPU 1. About 6 minutes; `make bench-repl
+# REPL_KEYS=200000` takes about 2.
+REPL_KEYS ?= 1000000
+.PHONY: bench-repl
+bench-repl: build ## replication, Lavik vs Redis: full resync time, the primary while a follower syncs, lag under SET load (~6 min)
+	$(BIN)/lavik-bench repl --lavik-bin $(BIN)/lavik-data --redis-bin redis-server \
+		--keys $(REPL_KEYS) --value-size 1024 --conns 50 --pipeline 1 --pin server=0,client=1 \
+		$(if $(BENCH_WORKDIR),--workdir $(BENCH_WORKDIR)) --json $(BIN)/bench-repl.json
+
 .PHONY: vet
 vet: ## go vet
 	$(GO) vet ./... ./test/...

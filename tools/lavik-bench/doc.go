@@ -10,7 +10,10 @@
 // which server goes first, so drift on a shared machine falls on both; it reports medians over
 // rounds, the ratio Lavik/Redis, resident memory per key and Lavik's restart time. `capacity`
 // runs lavik-data in a memory cgroup (cgroup.go) and measures GET at a base dataset, then again
-// after growing it far past the limit, to show what reading values from the SSD costs.
+// after growing it far past the limit, to show what reading values from the SSD costs. `repl`
+// (repl.go) measures replication on each kind in turn: a full resync's time, the primary under
+// load before, during and after one, and a follower's lag under SET load, from offsets sampled
+// on both sides (repl_lag.go).
 //
 // Honesty is designed in rather than assumed. Values are a pure function of key and version
 // (keyspace.go), every read reply is checked for key, version and length, a sample byte for

@@ -120,6 +120,20 @@ func newApp(stdout, stderr io.Writer, code *int) *cli.App {
 					return err
 				},
 			},
+			{
+				Name:      "repl",
+				Usage:     "replication, Lavik and Redis side by side: full resync time, the primary under load while a follower syncs, lag under SET load",
+				UsageText: "lavik-bench repl --lavik-bin bin/lavik-data --redis-bin redis-server --keys 1000000 --value-size 1024 [--pin server=0,client=1 --json repl.json]",
+				Flags:     replFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := parseReplConfig(c)
+					if err != nil {
+						return usageError(err)
+					}
+					*code, err = replCommand(c.Context, cfg, stdout, stderr)
+					return err
+				},
+			},
 		},
 	}
 }

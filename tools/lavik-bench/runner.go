@@ -36,6 +36,10 @@ type runParams struct {
 	// collector, say) takes time from the measured one.
 	OtherPID int
 	Round    int
+	// WindowOpens, when set, is called once the connections are open, before the load starts,
+	// with the time the measured window will open (repl starts a full resync at that instant).
+	// It must not block.
+	WindowOpens func(at time.Time)
 }
 
 // RunResult is the outcome of one measured point.
@@ -100,6 +104,9 @@ func runPoint(ctx context.Context, p runParams, ks *Keyspace, chooser keyChooser
 	rec := newRecorder(2 * runtime.GOMAXPROCS(0))
 	base := time.Now()
 	startNs, endNs := int64(p.Warmup), int64(p.Warmup+p.Duration)
+	if p.WindowOpens != nil {
+		p.WindowOpens(base.Add(p.Warmup))
+	}
 	deadline := base.Add(p.Warmup + p.Duration + p.Timeout)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
