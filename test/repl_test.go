@@ -1346,3 +1346,33 @@ func TestReplSwitchover(t *testing.T) {
 		})
 	}
 }
+
+// TestReplResyncCommand: LAVIK.RESYNC rebuilds a follower: it copies everything again (a full
+// resync the primary counts), then follows the stream, and ends with the primary's data. On a
+// primary it is refused.
+func TestReplResyncCommand(t *testing.T) {
+	if harness.IsRedis() {
+		t.Skip("LAVIK.RESYNC is Lavik's")
+	}
+	_, _, pc, fc := replPair(t)
+	ctx := context.Background()
+	for i := range 2000 {
+		checkNoErr(t, "SET", pc.Set(ctx, fmt.Sprint("k", i), strings.Repeat("v", i%300), 0).Err())
+	}
+	waitInSync(t, pc, fc)
+	full0, _, _ := syncStats(t, pc)
+	if err := fc.Do(ctx, "LAVIK.RESYNC").Err(); err != nil {
+		t.Fatalf("LAVIK.RESYNC on the follower: %v", err)
+	}
+	harness.Eventually(t, 20*time.Second, "the rebuild's full resync", func() bool {
+		full, _, _ := syncStats(t, pc)
+		return full == full0+1
+	})
+	waitLinkUp(t, fc, 20*time.Second)
+	checkNoErr(t, "SET after", pc.Set(ctx, "after", "1", 0).Err())
+	waitInSync(t, pc, fc)
+	assertSameData(t, pc, fc, 1)
+	if err := pc.Do(ctx, "LAVIK.RESYNC").Err(); err == nil || !strings.Contains(err.Error(), "follows no primary") {
+		t.Fatalf("LAVIK.RESYNC on a primary: %v, want an error", err)
+	}
+}
