@@ -1376,3 +1376,37 @@ func TestReplResyncCommand(t *testing.T) {
 		t.Fatalf("LAVIK.RESYNC on a primary: %v, want an error", err)
 	}
 }
+
+// TestReplFullResyncEveryType: a follower attached to a primary that already holds every type
+// (strings small and chunked, hashes, sets, sorted sets and lists small and grouped, streams
+// with consumer groups and pending entries, expiries, two databases) gets all of it by the
+// snapshot, stored grouped or not as its own group-threshold says, with the same digests; then
+// the stream goes on from the snapshot's offset.
+func TestReplFullResyncEveryType(t *testing.T) {
+	var args []string
+	if !harness.IsRedis() {
+		args = []string{"--group-threshold", "256"} // the follower keeps the default
+	}
+	p := replNode(t, args...)
+	pc := p.Client()
+	applyDigestData(t, pc, digestData(11), func() []int {
+		keys := digestData(11)
+		perm := make([]int, len(keys))
+		for i := range perm {
+			perm[i] = i
+		}
+		return perm
+	}())
+	f := replFollower(t, p)
+	fc := f.Client()
+	waitInSync(t, pc, fc)
+	assertSameData(t, pc, fc, 2)
+	ctx := context.Background()
+	checkNoErr(t, "HSET after", pc.HSet(ctx, "h3", "after", "1").Err())
+	checkNoErr(t, "XADD after", pc.XAdd(ctx, &redis.XAddArgs{Stream: "x2", Values: []any{"f", "v"}}).Err())
+	waitInSync(t, pc, fc)
+	assertSameData(t, pc, fc, 2)
+	if full, _, _ := syncStats(t, pc); full != 1 {
+		t.Fatalf("sync_full %d, want 1", full)
+	}
+}
