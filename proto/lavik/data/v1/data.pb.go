@@ -7,7 +7,8 @@
 // The admin API a lavik-data node serves over gRPC, for lavikctl and lavik-meta.
 //
 // Clients use the RESP port; this service only reports a node's state and starts maintenance.
-// It does not depend on lavik/meta/v1: a standalone node (no meta) serves it too.
+// It does not depend on lavik/meta/v1: a standalone node (no meta) serves it too. Roles are
+// lavik/common/v1's, the same enum meta assigns.
 //
 // Conventions are those of lavik/meta/v1: durations in milliseconds (*_ms), instants in Unix
 // milliseconds (*_unix_ms), uint64 epochs and offsets where 0 means "none yet".
@@ -15,6 +16,7 @@
 package datav1
 
 import (
+	v1 "github.com/lavikdb/lavik/proto/lavik/common/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -28,64 +30,6 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
-
-// Role is the role a data node is running in, as the node itself sees it.
-type Role int32
-
-const (
-	// Not known yet: the node is starting, or meta has not placed it. Serves no writes.
-	Role_ROLE_UNSPECIFIED Role = 0
-	// Running without meta (the default of `lavik-data` alone): takes writes, no epoch, no
-	// lease.
-	Role_ROLE_STANDALONE Role = 1
-	// The primary of its shard group; takes writes while its lease from meta is valid.
-	Role_ROLE_PRIMARY Role = 2
-	// Replicates from a primary, serves reads, rejects writes with -READONLY.
-	Role_ROLE_FOLLOWER Role = 3
-)
-
-// Enum value maps for Role.
-var (
-	Role_name = map[int32]string{
-		0: "ROLE_UNSPECIFIED",
-		1: "ROLE_STANDALONE",
-		2: "ROLE_PRIMARY",
-		3: "ROLE_FOLLOWER",
-	}
-	Role_value = map[string]int32{
-		"ROLE_UNSPECIFIED": 0,
-		"ROLE_STANDALONE":  1,
-		"ROLE_PRIMARY":     2,
-		"ROLE_FOLLOWER":    3,
-	}
-)
-
-func (x Role) Enum() *Role {
-	p := new(Role)
-	*p = x
-	return p
-}
-
-func (x Role) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_lavik_data_v1_data_proto_enumTypes[0].Descriptor()
-}
-
-func (Role) Type() protoreflect.EnumType {
-	return &file_lavik_data_v1_data_proto_enumTypes[0]
-}
-
-func (x Role) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use Role.Descriptor instead.
-func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_lavik_data_v1_data_proto_rawDescGZIP(), []int{0}
-}
 
 // LinkState is how far a replication link (follower to primary) has come.
 type LinkState int32
@@ -128,11 +72,11 @@ func (x LinkState) String() string {
 }
 
 func (LinkState) Descriptor() protoreflect.EnumDescriptor {
-	return file_lavik_data_v1_data_proto_enumTypes[1].Descriptor()
+	return file_lavik_data_v1_data_proto_enumTypes[0].Descriptor()
 }
 
 func (LinkState) Type() protoreflect.EnumType {
-	return &file_lavik_data_v1_data_proto_enumTypes[1]
+	return &file_lavik_data_v1_data_proto_enumTypes[0]
 }
 
 func (x LinkState) Number() protoreflect.EnumNumber {
@@ -141,7 +85,7 @@ func (x LinkState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LinkState.Descriptor instead.
 func (LinkState) EnumDescriptor() ([]byte, []int) {
-	return file_lavik_data_v1_data_proto_rawDescGZIP(), []int{1}
+	return file_lavik_data_v1_data_proto_rawDescGZIP(), []int{0}
 }
 
 type StatusRequest struct {
@@ -185,7 +129,7 @@ type StatusResponse struct {
 	// The node's id when it runs with meta; empty for a standalone node.
 	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// The role the node is running in.
-	Role Role `protobuf:"varint,2,opt,name=role,proto3,enum=lavik.data.v1.Role" json:"role,omitempty"`
+	Role v1.Role `protobuf:"varint,2,opt,name=role,proto3,enum=lavik.common.v1.Role" json:"role,omitempty"`
 	// The highest epoch the node has seen; 0 for a standalone node. Invariant: never decreases,
 	// across restarts too (it is kept in the data directory).
 	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -248,11 +192,11 @@ func (x *StatusResponse) GetNodeId() string {
 	return ""
 }
 
-func (x *StatusResponse) GetRole() Role {
+func (x *StatusResponse) GetRole() v1.Role {
 	if x != nil {
 		return x.Role
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *StatusResponse) GetEpoch() uint64 {
@@ -590,11 +534,11 @@ var File_lavik_data_v1_data_proto protoreflect.FileDescriptor
 
 const file_lavik_data_v1_data_proto_rawDesc = "" +
 	"\n" +
-	"\x18lavik/data/v1/data.proto\x12\rlavik.data.v1\"\x0f\n" +
-	"\rStatusRequest\"\xaa\x03\n" +
+	"\x18lavik/data/v1/data.proto\x12\rlavik.data.v1\x1a\x1clavik/common/v1/common.proto\"\x0f\n" +
+	"\rStatusRequest\"\xac\x03\n" +
 	"\x0eStatusResponse\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12'\n" +
-	"\x04role\x18\x02 \x01(\x0e2\x13.lavik.data.v1.RoleR\x04role\x12\x14\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12)\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\x1a\n" +
 	"\bwritable\x18\x04 \x01(\bR\bwritable\x12%\n" +
 	"\x0ereplication_id\x18\x05 \x01(\tR\rreplicationId\x12-\n" +
@@ -622,12 +566,7 @@ const file_lavik_data_v1_data_proto_rawDesc = "" +
 	"\x0fprimary_address\x18\x01 \x01(\tR\x0eprimaryAddress\x12%\n" +
 	"\x0eexpected_epoch\x18\x02 \x01(\x04R\rexpectedEpoch\":\n" +
 	"\x0fRebuildResponse\x12'\n" +
-	"\x0falready_running\x18\x01 \x01(\bR\x0ealreadyRunning*V\n" +
-	"\x04Role\x12\x14\n" +
-	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
-	"\x0fROLE_STANDALONE\x10\x01\x12\x10\n" +
-	"\fROLE_PRIMARY\x10\x02\x12\x11\n" +
-	"\rROLE_FOLLOWER\x10\x03*r\n" +
+	"\x0falready_running\x18\x01 \x01(\bR\x0ealreadyRunning*r\n" +
 	"\tLinkState\x12\x1a\n" +
 	"\x16LINK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14LINK_STATE_HANDSHAKE\x10\x01\x12\x18\n" +
@@ -649,28 +588,28 @@ func file_lavik_data_v1_data_proto_rawDescGZIP() []byte {
 	return file_lavik_data_v1_data_proto_rawDescData
 }
 
-var file_lavik_data_v1_data_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_lavik_data_v1_data_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_lavik_data_v1_data_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_lavik_data_v1_data_proto_goTypes = []any{
-	(Role)(0),               // 0: lavik.data.v1.Role
-	(LinkState)(0),          // 1: lavik.data.v1.LinkState
-	(*StatusRequest)(nil),   // 2: lavik.data.v1.StatusRequest
-	(*StatusResponse)(nil),  // 3: lavik.data.v1.StatusResponse
-	(*FollowerLink)(nil),    // 4: lavik.data.v1.FollowerLink
-	(*PrimaryLink)(nil),     // 5: lavik.data.v1.PrimaryLink
-	(*RebuildRequest)(nil),  // 6: lavik.data.v1.RebuildRequest
-	(*RebuildResponse)(nil), // 7: lavik.data.v1.RebuildResponse
+	(LinkState)(0),          // 0: lavik.data.v1.LinkState
+	(*StatusRequest)(nil),   // 1: lavik.data.v1.StatusRequest
+	(*StatusResponse)(nil),  // 2: lavik.data.v1.StatusResponse
+	(*FollowerLink)(nil),    // 3: lavik.data.v1.FollowerLink
+	(*PrimaryLink)(nil),     // 4: lavik.data.v1.PrimaryLink
+	(*RebuildRequest)(nil),  // 5: lavik.data.v1.RebuildRequest
+	(*RebuildResponse)(nil), // 6: lavik.data.v1.RebuildResponse
+	(v1.Role)(0),            // 7: lavik.common.v1.Role
 }
 var file_lavik_data_v1_data_proto_depIdxs = []int32{
-	0, // 0: lavik.data.v1.StatusResponse.role:type_name -> lavik.data.v1.Role
-	4, // 1: lavik.data.v1.StatusResponse.followers:type_name -> lavik.data.v1.FollowerLink
-	5, // 2: lavik.data.v1.StatusResponse.primary_link:type_name -> lavik.data.v1.PrimaryLink
-	1, // 3: lavik.data.v1.FollowerLink.state:type_name -> lavik.data.v1.LinkState
-	1, // 4: lavik.data.v1.PrimaryLink.state:type_name -> lavik.data.v1.LinkState
-	2, // 5: lavik.data.v1.DataAdmin.Status:input_type -> lavik.data.v1.StatusRequest
-	6, // 6: lavik.data.v1.DataAdmin.Rebuild:input_type -> lavik.data.v1.RebuildRequest
-	3, // 7: lavik.data.v1.DataAdmin.Status:output_type -> lavik.data.v1.StatusResponse
-	7, // 8: lavik.data.v1.DataAdmin.Rebuild:output_type -> lavik.data.v1.RebuildResponse
+	7, // 0: lavik.data.v1.StatusResponse.role:type_name -> lavik.common.v1.Role
+	3, // 1: lavik.data.v1.StatusResponse.followers:type_name -> lavik.data.v1.FollowerLink
+	4, // 2: lavik.data.v1.StatusResponse.primary_link:type_name -> lavik.data.v1.PrimaryLink
+	0, // 3: lavik.data.v1.FollowerLink.state:type_name -> lavik.data.v1.LinkState
+	0, // 4: lavik.data.v1.PrimaryLink.state:type_name -> lavik.data.v1.LinkState
+	1, // 5: lavik.data.v1.DataAdmin.Status:input_type -> lavik.data.v1.StatusRequest
+	5, // 6: lavik.data.v1.DataAdmin.Rebuild:input_type -> lavik.data.v1.RebuildRequest
+	2, // 7: lavik.data.v1.DataAdmin.Status:output_type -> lavik.data.v1.StatusResponse
+	6, // 8: lavik.data.v1.DataAdmin.Rebuild:output_type -> lavik.data.v1.RebuildResponse
 	7, // [7:9] is the sub-list for method output_type
 	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
@@ -688,7 +627,7 @@ func file_lavik_data_v1_data_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lavik_data_v1_data_proto_rawDesc), len(file_lavik_data_v1_data_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      1,
 			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -7,7 +7,8 @@
 // The admin API a lavik-data node serves over gRPC, for lavikctl and lavik-meta.
 //
 // Clients use the RESP port; this service only reports a node's state and starts maintenance.
-// It does not depend on lavik/meta/v1: a standalone node (no meta) serves it too.
+// It does not depend on lavik/meta/v1: a standalone node (no meta) serves it too. Roles are
+// lavik/common/v1's, the same enum meta assigns.
 //
 // Conventions are those of lavik/meta/v1: durations in milliseconds (*_ms), instants in Unix
 // milliseconds (*_unix_ms), uint64 epochs and offsets where 0 means "none yet".

@@ -18,14 +18,19 @@
 //   - Epochs and replication offsets are uint64 and 0 means "none yet".
 //   - Node ids and shard group ids are 1 to 64 characters of [A-Za-z0-9._-].
 //
-// gRPC status codes: UNAVAILABLE means meta has no quorum or no leader right now and nothing
-// was decided (retry with backoff); NOT_FOUND names an unknown node or shard group;
-// FAILED_PRECONDITION means the request conflicts with the current topology or epoch;
-// INVALID_ARGUMENT means a malformed field.
+// gRPC status codes: UNAVAILABLE means nothing was decided: meta has no quorum or no leader
+// right now (retry with backoff), or the member asked is not the leader, in which case the
+// status carries a NotLeader detail naming the leader to ask instead (retry there at once);
+// NOT_FOUND names an unknown node or shard group; FAILED_PRECONDITION means the request
+// conflicts with the current topology or epoch; INVALID_ARGUMENT means a malformed field.
+//
+// Roles are lavik/common/v1's Role, the same enum a data node reports (meta assigns only
+// ROLE_PRIMARY, ROLE_FOLLOWER and ROLE_UNSPECIFIED).
 
 package metav1
 
 import (
+	v1 "github.com/lavikdb/lavik/proto/lavik/common/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -40,58 +45,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Role is what meta assigns a data node within its shard group.
-type Role int32
+// ReadConsistency is what a read of meta's state promises.
+type ReadConsistency int32
 
 const (
-	// No role: a node meta has not placed yet (for example a shard group with no primary while a
-	// failover is in progress). Such a node serves no writes.
-	Role_ROLE_UNSPECIFIED Role = 0
-	// The one node of its shard group that takes writes, at the group's current epoch, while it
-	// holds a valid lease.
-	Role_ROLE_PRIMARY Role = 1
-	// Replicates from the primary, serves reads, rejects writes with -READONLY.
-	Role_ROLE_FOLLOWER Role = 2
+	// The default: LINEARIZABLE.
+	ReadConsistency_READ_CONSISTENCY_UNSPECIFIED ReadConsistency = 0
+	// The answer reflects every decision committed before the call began: the member confirms
+	// with a quorum that it holds the latest committed state (raft ReadIndex) before it answers.
+	// UNAVAILABLE without a quorum.
+	ReadConsistency_READ_CONSISTENCY_LINEARIZABLE ReadConsistency = 1
+	// The member answers from what it has applied, at once, even without a quorum or leader:
+	// possibly behind (applied_index says how far it got). For displays and for clients that
+	// only need a hint.
+	ReadConsistency_READ_CONSISTENCY_STALE ReadConsistency = 2
 )
 
-// Enum value maps for Role.
+// Enum value maps for ReadConsistency.
 var (
-	Role_name = map[int32]string{
-		0: "ROLE_UNSPECIFIED",
-		1: "ROLE_PRIMARY",
-		2: "ROLE_FOLLOWER",
+	ReadConsistency_name = map[int32]string{
+		0: "READ_CONSISTENCY_UNSPECIFIED",
+		1: "READ_CONSISTENCY_LINEARIZABLE",
+		2: "READ_CONSISTENCY_STALE",
 	}
-	Role_value = map[string]int32{
-		"ROLE_UNSPECIFIED": 0,
-		"ROLE_PRIMARY":     1,
-		"ROLE_FOLLOWER":    2,
+	ReadConsistency_value = map[string]int32{
+		"READ_CONSISTENCY_UNSPECIFIED":  0,
+		"READ_CONSISTENCY_LINEARIZABLE": 1,
+		"READ_CONSISTENCY_STALE":        2,
 	}
 )
 
-func (x Role) Enum() *Role {
-	p := new(Role)
+func (x ReadConsistency) Enum() *ReadConsistency {
+	p := new(ReadConsistency)
 	*p = x
 	return p
 }
 
-func (x Role) String() string {
+func (x ReadConsistency) String() string {
 	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
 }
 
-func (Role) Descriptor() protoreflect.EnumDescriptor {
+func (ReadConsistency) Descriptor() protoreflect.EnumDescriptor {
 	return file_lavik_meta_v1_meta_proto_enumTypes[0].Descriptor()
 }
 
-func (Role) Type() protoreflect.EnumType {
+func (ReadConsistency) Type() protoreflect.EnumType {
 	return &file_lavik_meta_v1_meta_proto_enumTypes[0]
 }
 
-func (x Role) Number() protoreflect.EnumNumber {
+func (x ReadConsistency) Number() protoreflect.EnumNumber {
 	return protoreflect.EnumNumber(x)
 }
 
-// Deprecated: Use Role.Descriptor instead.
-func (Role) EnumDescriptor() ([]byte, []int) {
+// Deprecated: Use ReadConsistency.Descriptor instead.
+func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{0}
 }
 
@@ -157,6 +164,529 @@ func (Health) EnumDescriptor() ([]byte, []int) {
 	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{1}
 }
 
+// RaftMessage is one raftpb.Message of go.etcd.io/raft, in its own encoding (Marshal): raft
+// owns the format, and the receiver decodes it with the same library version.
+type RaftMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftMessage) Reset() {
+	*x = RaftMessage{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftMessage) ProtoMessage() {}
+
+func (x *RaftMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftMessage.ProtoReflect.Descriptor instead.
+func (*RaftMessage) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RaftMessage) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type RaftSendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftSendResponse) Reset() {
+	*x = RaftSendResponse{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftSendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftSendResponse) ProtoMessage() {}
+
+func (x *RaftSendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftSendResponse.ProtoReflect.Descriptor instead.
+func (*RaftSendResponse) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+}
+
+// NotLeader is the detail of an UNAVAILABLE status from a member that is not the raft
+// leader: who is, so the caller can retry there at once.
+type NotLeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The leader's member id; 0 when this member knows of no leader (an election is going on:
+	// retry with backoff).
+	LeaderId uint64 `protobuf:"varint,1,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// The leader's client (gRPC) address; empty when leader_id is 0.
+	LeaderAddress string `protobuf:"bytes,2,opt,name=leader_address,json=leaderAddress,proto3" json:"leader_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotLeader) Reset() {
+	*x = NotLeader{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotLeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotLeader) ProtoMessage() {}
+
+func (x *NotLeader) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
+func (*NotLeader) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NotLeader) GetLeaderId() uint64 {
+	if x != nil {
+		return x.LeaderId
+	}
+	return 0
+}
+
+func (x *NotLeader) GetLeaderAddress() string {
+	if x != nil {
+		return x.LeaderAddress
+	}
+	return ""
+}
+
+// Member is one lavik-meta member of the raft group.
+type Member struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The raft member id, never 0, never reused.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A name for humans and for lavikctl ("meta-1").
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// host:port where the member serves the Raft service to the other members.
+	PeerAddress string `protobuf:"bytes,3,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	// host:port where the member serves the Meta service (and its RESP Sentinel port is
+	// separate: see lavik-meta's configuration).
+	ClientAddress string `protobuf:"bytes,4,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	// Whether this member is the leader, as the member answering knows it.
+	IsLeader      bool `protobuf:"varint,5,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Member) Reset() {
+	*x = Member{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Member) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Member) ProtoMessage() {}
+
+func (x *Member) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Member.ProtoReflect.Descriptor instead.
+func (*Member) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Member) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Member) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Member) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *Member) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+func (x *Member) GetIsLeader() bool {
+	if x != nil {
+		return x.IsLeader
+	}
+	return false
+}
+
+type AddMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	PeerAddress   string                 `protobuf:"bytes,2,opt,name=peer_address,json=peerAddress,proto3" json:"peer_address,omitempty"`
+	ClientAddress string                 `protobuf:"bytes,3,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMemberRequest) Reset() {
+	*x = AddMemberRequest{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMemberRequest) ProtoMessage() {}
+
+func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
+func (*AddMemberRequest) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AddMemberRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddMemberRequest) GetPeerAddress() string {
+	if x != nil {
+		return x.PeerAddress
+	}
+	return ""
+}
+
+func (x *AddMemberRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+type AddMemberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new member, with its id.
+	Member *Member `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// Every member after the change.
+	Members       []*Member `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMemberResponse) Reset() {
+	*x = AddMemberResponse{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMemberResponse) ProtoMessage() {}
+
+func (x *AddMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMemberResponse.ProtoReflect.Descriptor instead.
+func (*AddMemberResponse) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AddMemberResponse) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+func (x *AddMemberResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+type RemoveMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMemberRequest) Reset() {
+	*x = RemoveMemberRequest{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMemberRequest) ProtoMessage() {}
+
+func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
+func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RemoveMemberRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type RemoveMemberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every member after the change.
+	Members       []*Member `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMemberResponse) Reset() {
+	*x = RemoveMemberResponse{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMemberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMemberResponse) ProtoMessage() {}
+
+func (x *RemoveMemberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMemberResponse.ProtoReflect.Descriptor instead.
+func (*RemoveMemberResponse) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RemoveMemberResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+type ListMembersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As GetTopologyRequest.consistency.
+	Consistency   ReadConsistency `protobuf:"varint,1,opt,name=consistency,proto3,enum=lavik.meta.v1.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMembersRequest) Reset() {
+	*x = ListMembersRequest{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMembersRequest) ProtoMessage() {}
+
+func (x *ListMembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMembersRequest.ProtoReflect.Descriptor instead.
+func (*ListMembersRequest) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListMembersRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type ListMembersResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// Whether the answer is linearizable (see ReadConsistency).
+	Linearizable  bool `protobuf:"varint,2,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMembersResponse) Reset() {
+	*x = ListMembersResponse{}
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMembersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMembersResponse) ProtoMessage() {}
+
+func (x *ListMembersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMembersResponse.ProtoReflect.Descriptor instead.
+func (*ListMembersResponse) Descriptor() ([]byte, []int) {
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListMembersResponse) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ListMembersResponse) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
 type RegisterNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The node's id. Stable for the life of the node's data directory (kept there) and unique
@@ -174,7 +704,7 @@ type RegisterNodeRequest struct {
 	// The role the node last held, from its data directory (ROLE_UNSPECIFIED for a new node). A
 	// hint only, used when a shard group is first formed from nodes that already hold data; the
 	// role in the response is the one that counts.
-	Role Role `protobuf:"varint,5,opt,name=role,proto3,enum=lavik.meta.v1.Role" json:"role,omitempty"`
+	Role v1.Role `protobuf:"varint,5,opt,name=role,proto3,enum=lavik.common.v1.Role" json:"role,omitempty"`
 	// The highest epoch this node has ever seen, kept in its data directory; 0 for a new node.
 	// Invariant: never decreases for a given node id, across restarts.
 	Epoch uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -186,7 +716,7 @@ type RegisterNodeRequest struct {
 
 func (x *RegisterNodeRequest) Reset() {
 	*x = RegisterNodeRequest{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[0]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +728,7 @@ func (x *RegisterNodeRequest) String() string {
 func (*RegisterNodeRequest) ProtoMessage() {}
 
 func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[0]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +741,7 @@ func (x *RegisterNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeRequest.ProtoReflect.Descriptor instead.
 func (*RegisterNodeRequest) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{0}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegisterNodeRequest) GetNodeId() string {
@@ -242,11 +772,11 @@ func (x *RegisterNodeRequest) GetShardGroup() string {
 	return ""
 }
 
-func (x *RegisterNodeRequest) GetRole() Role {
+func (x *RegisterNodeRequest) GetRole() v1.Role {
 	if x != nil {
 		return x.Role
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *RegisterNodeRequest) GetEpoch() uint64 {
@@ -267,7 +797,7 @@ type RegisterNodeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The role meta assigns. A node registered as primary still takes no writes until a
 	// Heartbeat response grants it a lease.
-	AssignedRole Role `protobuf:"varint,1,opt,name=assigned_role,json=assignedRole,proto3,enum=lavik.meta.v1.Role" json:"assigned_role,omitempty"`
+	AssignedRole v1.Role `protobuf:"varint,1,opt,name=assigned_role,json=assignedRole,proto3,enum=lavik.common.v1.Role" json:"assigned_role,omitempty"`
 	// The shard group's current epoch. Invariant: at least the request's epoch (see the
 	// FAILED_PRECONDITION case of RegisterNode).
 	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -284,7 +814,7 @@ type RegisterNodeResponse struct {
 
 func (x *RegisterNodeResponse) Reset() {
 	*x = RegisterNodeResponse{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -296,7 +826,7 @@ func (x *RegisterNodeResponse) String() string {
 func (*RegisterNodeResponse) ProtoMessage() {}
 
 func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -309,14 +839,14 @@ func (x *RegisterNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterNodeResponse.ProtoReflect.Descriptor instead.
 func (*RegisterNodeResponse) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *RegisterNodeResponse) GetAssignedRole() Role {
+func (x *RegisterNodeResponse) GetAssignedRole() v1.Role {
 	if x != nil {
 		return x.AssignedRole
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *RegisterNodeResponse) GetEpoch() uint64 {
@@ -353,7 +883,7 @@ type HeartbeatRequest struct {
 	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// The role the node is acting in right now (which may lag what meta assigned by one
 	// heartbeat).
-	Role Role `protobuf:"varint,2,opt,name=role,proto3,enum=lavik.meta.v1.Role" json:"role,omitempty"`
+	Role v1.Role `protobuf:"varint,2,opt,name=role,proto3,enum=lavik.common.v1.Role" json:"role,omitempty"`
 	// The highest epoch the node has seen. Invariant: never decreases between heartbeats of a
 	// node id, including across restarts.
 	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -375,7 +905,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +917,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +930,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HeartbeatRequest) GetNodeId() string {
@@ -410,11 +940,11 @@ func (x *HeartbeatRequest) GetNodeId() string {
 	return ""
 }
 
-func (x *HeartbeatRequest) GetRole() Role {
+func (x *HeartbeatRequest) GetRole() v1.Role {
 	if x != nil {
 		return x.Role
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *HeartbeatRequest) GetEpoch() uint64 {
@@ -456,7 +986,7 @@ type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The role the node must take. A primary told ROLE_FOLLOWER (or ROLE_UNSPECIFIED) stops
 	// taking writes at once and follows primary_address.
-	AssignedRole Role `protobuf:"varint,1,opt,name=assigned_role,json=assignedRole,proto3,enum=lavik.meta.v1.Role" json:"assigned_role,omitempty"`
+	AssignedRole v1.Role `protobuf:"varint,1,opt,name=assigned_role,json=assignedRole,proto3,enum=lavik.common.v1.Role" json:"assigned_role,omitempty"`
 	// The shard group's current epoch. Invariant: never less than any epoch meta has returned
 	// for this shard group before, and each epoch has at most one primary. A node adopts it (and
 	// persists it) before acting on assigned_role.
@@ -484,7 +1014,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +1026,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,14 +1039,14 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *HeartbeatResponse) GetAssignedRole() Role {
+func (x *HeartbeatResponse) GetAssignedRole() v1.Role {
 	if x != nil {
 		return x.AssignedRole
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *HeartbeatResponse) GetEpoch() uint64 {
@@ -562,14 +1092,16 @@ func (x *HeartbeatResponse) GetHeartbeatIntervalMs() uint32 {
 }
 
 type GetTopologyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// LINEARIZABLE by default; STALE answers without a quorum (see ReadConsistency).
+	Consistency   ReadConsistency `protobuf:"varint,1,opt,name=consistency,proto3,enum=lavik.meta.v1.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTopologyRequest) Reset() {
 	*x = GetTopologyRequest{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +1113,7 @@ func (x *GetTopologyRequest) String() string {
 func (*GetTopologyRequest) ProtoMessage() {}
 
 func (x *GetTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +1126,14 @@ func (x *GetTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetTopologyRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type GetTopologyResponse struct {
@@ -603,14 +1142,19 @@ type GetTopologyResponse struct {
 	ShardGroups []*ShardGroup `protobuf:"bytes,1,rep,name=shard_groups,json=shardGroups,proto3" json:"shard_groups,omitempty"`
 	// Grows with every committed topology change (a raft index), so a cache can tell a newer
 	// topology from an older one. Invariant: never decreases.
-	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Whether the answer is linearizable: true for a LINEARIZABLE read, false for a STALE one
+	// (which may be behind by any number of decisions).
+	Linearizable bool `protobuf:"varint,3,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	// The raft index the answering member had applied when it answered.
+	AppliedIndex  uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTopologyResponse) Reset() {
 	*x = GetTopologyResponse{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +1166,7 @@ func (x *GetTopologyResponse) String() string {
 func (*GetTopologyResponse) ProtoMessage() {}
 
 func (x *GetTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +1179,7 @@ func (x *GetTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetTopologyResponse) GetShardGroups() []*ShardGroup {
@@ -648,6 +1192,20 @@ func (x *GetTopologyResponse) GetShardGroups() []*ShardGroup {
 func (x *GetTopologyResponse) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *GetTopologyResponse) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
+func (x *GetTopologyResponse) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
 	}
 	return 0
 }
@@ -674,7 +1232,7 @@ type ShardGroup struct {
 
 func (x *ShardGroup) Reset() {
 	*x = ShardGroup{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +1244,7 @@ func (x *ShardGroup) String() string {
 func (*ShardGroup) ProtoMessage() {}
 
 func (x *ShardGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +1257,7 @@ func (x *ShardGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardGroup.ProtoReflect.Descriptor instead.
 func (*ShardGroup) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ShardGroup) GetId() string {
@@ -751,7 +1309,7 @@ type SlotRange struct {
 
 func (x *SlotRange) Reset() {
 	*x = SlotRange{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1321,7 @@ func (x *SlotRange) String() string {
 func (*SlotRange) ProtoMessage() {}
 
 func (x *SlotRange) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1334,7 @@ func (x *SlotRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotRange.ProtoReflect.Descriptor instead.
 func (*SlotRange) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SlotRange) GetStart() uint32 {
@@ -803,7 +1361,7 @@ type NodeInfo struct {
 	// The node's DataAdmin address (see RegisterNodeRequest.admin_address).
 	AdminAddress string `protobuf:"bytes,3,opt,name=admin_address,json=adminAddress,proto3" json:"admin_address,omitempty"`
 	// The role meta assigned the node.
-	Role Role `protobuf:"varint,4,opt,name=role,proto3,enum=lavik.meta.v1.Role" json:"role,omitempty"`
+	Role v1.Role `protobuf:"varint,4,opt,name=role,proto3,enum=lavik.common.v1.Role" json:"role,omitempty"`
 	// The health from the node's last heartbeat.
 	Health Health `protobuf:"varint,5,opt,name=health,proto3,enum=lavik.meta.v1.Health" json:"health,omitempty"`
 	// The replication history id from the node's last heartbeat.
@@ -821,7 +1379,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1391,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1404,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -870,11 +1428,11 @@ func (x *NodeInfo) GetAdminAddress() string {
 	return ""
 }
 
-func (x *NodeInfo) GetRole() Role {
+func (x *NodeInfo) GetRole() v1.Role {
 	if x != nil {
 		return x.Role
 	}
-	return Role_ROLE_UNSPECIFIED
+	return v1.Role(0)
 }
 
 func (x *NodeInfo) GetHealth() Health {
@@ -935,7 +1493,7 @@ type PromoteRequest struct {
 
 func (x *PromoteRequest) Reset() {
 	*x = PromoteRequest{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1505,7 @@ func (x *PromoteRequest) String() string {
 func (*PromoteRequest) ProtoMessage() {}
 
 func (x *PromoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1518,7 @@ func (x *PromoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteRequest.ProtoReflect.Descriptor instead.
 func (*PromoteRequest) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PromoteRequest) GetShardGroup() string {
@@ -1015,7 +1573,7 @@ type PromoteResponse struct {
 
 func (x *PromoteResponse) Reset() {
 	*x = PromoteResponse{}
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1585,7 @@ func (x *PromoteResponse) String() string {
 func (*PromoteResponse) ProtoMessage() {}
 
 func (x *PromoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lavik_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_lavik_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1598,7 @@ func (x *PromoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromoteResponse.ProtoReflect.Descriptor instead.
 func (*PromoteResponse) Descriptor() ([]byte, []int) {
-	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_lavik_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PromoteResponse) GetEpoch() uint64 {
@@ -1075,42 +1633,73 @@ var File_lavik_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x18lavik/meta/v1/meta.proto\x12\rlavik.meta.v1\"\xf0\x01\n" +
+	"\x18lavik/meta/v1/meta.proto\x12\rlavik.meta.v1\x1a\x1clavik/common/v1/common.proto\"!\n" +
+	"\vRaftMessage\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x12\n" +
+	"\x10RaftSendResponse\"O\n" +
+	"\tNotLeader\x12\x1b\n" +
+	"\tleader_id\x18\x01 \x01(\x04R\bleaderId\x12%\n" +
+	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress\"\x93\x01\n" +
+	"\x06Member\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
+	"\fpeer_address\x18\x03 \x01(\tR\vpeerAddress\x12%\n" +
+	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\x12\x1b\n" +
+	"\tis_leader\x18\x05 \x01(\bR\bisLeader\"p\n" +
+	"\x10AddMemberRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\fpeer_address\x18\x02 \x01(\tR\vpeerAddress\x12%\n" +
+	"\x0eclient_address\x18\x03 \x01(\tR\rclientAddress\"s\n" +
+	"\x11AddMemberResponse\x12-\n" +
+	"\x06member\x18\x01 \x01(\v2\x15.lavik.meta.v1.MemberR\x06member\x12/\n" +
+	"\amembers\x18\x02 \x03(\v2\x15.lavik.meta.v1.MemberR\amembers\"%\n" +
+	"\x13RemoveMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"G\n" +
+	"\x14RemoveMemberResponse\x12/\n" +
+	"\amembers\x18\x01 \x03(\v2\x15.lavik.meta.v1.MemberR\amembers\"V\n" +
+	"\x12ListMembersRequest\x12@\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x1e.lavik.meta.v1.ReadConsistencyR\vconsistency\"j\n" +
+	"\x13ListMembersResponse\x12/\n" +
+	"\amembers\x18\x01 \x03(\v2\x15.lavik.meta.v1.MemberR\amembers\x12\"\n" +
+	"\flinearizable\x18\x02 \x01(\bR\flinearizable\"\xf2\x01\n" +
 	"\x13RegisterNodeRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fdata_address\x18\x02 \x01(\tR\vdataAddress\x12#\n" +
 	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12\x1f\n" +
 	"\vshard_group\x18\x04 \x01(\tR\n" +
-	"shardGroup\x12'\n" +
-	"\x04role\x18\x05 \x01(\x0e2\x13.lavik.meta.v1.RoleR\x04role\x12\x14\n" +
+	"shardGroup\x12)\n" +
+	"\x04role\x18\x05 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\aversion\x18\a \x01(\tR\aversion\"\xeb\x01\n" +
-	"\x14RegisterNodeResponse\x128\n" +
-	"\rassigned_role\x18\x01 \x01(\x0e2\x13.lavik.meta.v1.RoleR\fassignedRole\x12\x14\n" +
+	"\aversion\x18\a \x01(\tR\aversion\"\xed\x01\n" +
+	"\x14RegisterNodeResponse\x12:\n" +
+	"\rassigned_role\x18\x01 \x01(\x0e2\x15.lavik.common.v1.RoleR\fassignedRole\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fprimary_node_id\x18\x03 \x01(\tR\rprimaryNodeId\x12'\n" +
 	"\x0fprimary_address\x18\x04 \x01(\tR\x0eprimaryAddress\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\x94\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\x96\x02\n" +
 	"\x10HeartbeatRequest\x12\x17\n" +
-	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12'\n" +
-	"\x04role\x18\x02 \x01(\x0e2\x13.lavik.meta.v1.RoleR\x04role\x12\x14\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12)\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12%\n" +
 	"\x0ereplication_id\x18\x04 \x01(\tR\rreplicationId\x12-\n" +
 	"\x12replication_offset\x18\x05 \x01(\x04R\x11replicationOffset\x12-\n" +
 	"\x06health\x18\x06 \x01(\x0e2\x15.lavik.meta.v1.HealthR\x06health\x12#\n" +
-	"\rhealth_detail\x18\a \x01(\tR\fhealthDetail\"\xc7\x02\n" +
-	"\x11HeartbeatResponse\x128\n" +
-	"\rassigned_role\x18\x01 \x01(\x0e2\x13.lavik.meta.v1.RoleR\fassignedRole\x12\x14\n" +
+	"\rhealth_detail\x18\a \x01(\tR\fhealthDetail\"\xc9\x02\n" +
+	"\x11HeartbeatResponse\x12:\n" +
+	"\rassigned_role\x18\x01 \x01(\x0e2\x15.lavik.common.v1.RoleR\fassignedRole\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12*\n" +
 	"\x11lease_duration_ms\x18\x03 \x01(\rR\x0fleaseDurationMs\x121\n" +
 	"\x15lease_expires_unix_ms\x18\x04 \x01(\x03R\x12leaseExpiresUnixMs\x12&\n" +
 	"\x0fprimary_node_id\x18\x05 \x01(\tR\rprimaryNodeId\x12'\n" +
 	"\x0fprimary_address\x18\x06 \x01(\tR\x0eprimaryAddress\x122\n" +
-	"\x15heartbeat_interval_ms\x18\a \x01(\rR\x13heartbeatIntervalMs\"\x14\n" +
-	"\x12GetTopologyRequest\"m\n" +
+	"\x15heartbeat_interval_ms\x18\a \x01(\rR\x13heartbeatIntervalMs\"V\n" +
+	"\x12GetTopologyRequest\x12@\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x1e.lavik.meta.v1.ReadConsistencyR\vconsistency\"\xb6\x01\n" +
 	"\x13GetTopologyResponse\x12<\n" +
 	"\fshard_groups\x18\x01 \x03(\v2\x19.lavik.meta.v1.ShardGroupR\vshardGroups\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"\xcc\x01\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\"\n" +
+	"\flinearizable\x18\x03 \x01(\bR\flinearizable\x12#\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\"\xcc\x01\n" +
 	"\n" +
 	"ShardGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -1120,12 +1709,12 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x05slots\x18\x05 \x03(\v2\x18.lavik.meta.v1.SlotRangeR\x05slots\"3\n" +
 	"\tSlotRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\rR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\rR\x03end\"\xe8\x02\n" +
+	"\x03end\x18\x02 \x01(\rR\x03end\"\xea\x02\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fdata_address\x18\x02 \x01(\tR\vdataAddress\x12#\n" +
-	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12'\n" +
-	"\x04role\x18\x04 \x01(\x0e2\x13.lavik.meta.v1.RoleR\x04role\x12-\n" +
+	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12)\n" +
+	"\x04role\x18\x04 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12-\n" +
 	"\x06health\x18\x05 \x01(\x0e2\x15.lavik.meta.v1.HealthR\x06health\x12%\n" +
 	"\x0ereplication_id\x18\x06 \x01(\tR\rreplicationId\x12-\n" +
 	"\x12replication_offset\x18\a \x01(\x04R\x11replicationOffset\x123\n" +
@@ -1142,22 +1731,27 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fprimary_node_id\x18\x02 \x01(\tR\rprimaryNodeId\x12\x1b\n" +
 	"\tcaught_up\x18\x03 \x01(\bR\bcaughtUp\x12\x1b\n" +
-	"\tlag_bytes\x18\x04 \x01(\x04R\blagBytes*A\n" +
-	"\x04Role\x12\x14\n" +
-	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x10\n" +
-	"\fROLE_PRIMARY\x10\x01\x12\x11\n" +
-	"\rROLE_FOLLOWER\x10\x02*l\n" +
+	"\tlag_bytes\x18\x04 \x01(\x04R\blagBytes*r\n" +
+	"\x0fReadConsistency\x12 \n" +
+	"\x1cREAD_CONSISTENCY_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dREAD_CONSISTENCY_LINEARIZABLE\x10\x01\x12\x1a\n" +
+	"\x16READ_CONSISTENCY_STALE\x10\x02*l\n" +
 	"\x06Health\x12\x16\n" +
 	"\x12HEALTH_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tHEALTH_OK\x10\x01\x12\x12\n" +
 	"\x0eHEALTH_LOADING\x10\x02\x12\x12\n" +
 	"\x0eHEALTH_SYNCING\x10\x03\x12\x13\n" +
-	"\x0fHEALTH_DEGRADED\x10\x042\xcf\x02\n" +
+	"\x0fHEALTH_DEGRADED\x10\x042\xce\x04\n" +
 	"\x04Meta\x12W\n" +
 	"\fRegisterNode\x12\".lavik.meta.v1.RegisterNodeRequest\x1a#.lavik.meta.v1.RegisterNodeResponse\x12N\n" +
 	"\tHeartbeat\x12\x1f.lavik.meta.v1.HeartbeatRequest\x1a .lavik.meta.v1.HeartbeatResponse\x12T\n" +
 	"\vGetTopology\x12!.lavik.meta.v1.GetTopologyRequest\x1a\".lavik.meta.v1.GetTopologyResponse\x12H\n" +
-	"\aPromote\x12\x1d.lavik.meta.v1.PromoteRequest\x1a\x1e.lavik.meta.v1.PromoteResponseB5Z3github.com/lavikdb/lavik/proto/lavik/meta/v1;metav1b\x06proto3"
+	"\aPromote\x12\x1d.lavik.meta.v1.PromoteRequest\x1a\x1e.lavik.meta.v1.PromoteResponse\x12N\n" +
+	"\tAddMember\x12\x1f.lavik.meta.v1.AddMemberRequest\x1a .lavik.meta.v1.AddMemberResponse\x12W\n" +
+	"\fRemoveMember\x12\".lavik.meta.v1.RemoveMemberRequest\x1a#.lavik.meta.v1.RemoveMemberResponse\x12T\n" +
+	"\vListMembers\x12!.lavik.meta.v1.ListMembersRequest\x1a\".lavik.meta.v1.ListMembersResponse2M\n" +
+	"\x04Raft\x12E\n" +
+	"\x04Send\x12\x1a.lavik.meta.v1.RaftMessage\x1a\x1f.lavik.meta.v1.RaftSendResponse(\x01B5Z3github.com/lavikdb/lavik/proto/lavik/meta/v1;metav1b\x06proto3"
 
 var (
 	file_lavik_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -1172,47 +1766,72 @@ func file_lavik_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_lavik_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_lavik_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_lavik_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_lavik_meta_v1_meta_proto_goTypes = []any{
-	(Role)(0),                    // 0: lavik.meta.v1.Role
+	(ReadConsistency)(0),         // 0: lavik.meta.v1.ReadConsistency
 	(Health)(0),                  // 1: lavik.meta.v1.Health
-	(*RegisterNodeRequest)(nil),  // 2: lavik.meta.v1.RegisterNodeRequest
-	(*RegisterNodeResponse)(nil), // 3: lavik.meta.v1.RegisterNodeResponse
-	(*HeartbeatRequest)(nil),     // 4: lavik.meta.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),    // 5: lavik.meta.v1.HeartbeatResponse
-	(*GetTopologyRequest)(nil),   // 6: lavik.meta.v1.GetTopologyRequest
-	(*GetTopologyResponse)(nil),  // 7: lavik.meta.v1.GetTopologyResponse
-	(*ShardGroup)(nil),           // 8: lavik.meta.v1.ShardGroup
-	(*SlotRange)(nil),            // 9: lavik.meta.v1.SlotRange
-	(*NodeInfo)(nil),             // 10: lavik.meta.v1.NodeInfo
-	(*PromoteRequest)(nil),       // 11: lavik.meta.v1.PromoteRequest
-	(*PromoteResponse)(nil),      // 12: lavik.meta.v1.PromoteResponse
+	(*RaftMessage)(nil),          // 2: lavik.meta.v1.RaftMessage
+	(*RaftSendResponse)(nil),     // 3: lavik.meta.v1.RaftSendResponse
+	(*NotLeader)(nil),            // 4: lavik.meta.v1.NotLeader
+	(*Member)(nil),               // 5: lavik.meta.v1.Member
+	(*AddMemberRequest)(nil),     // 6: lavik.meta.v1.AddMemberRequest
+	(*AddMemberResponse)(nil),    // 7: lavik.meta.v1.AddMemberResponse
+	(*RemoveMemberRequest)(nil),  // 8: lavik.meta.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil), // 9: lavik.meta.v1.RemoveMemberResponse
+	(*ListMembersRequest)(nil),   // 10: lavik.meta.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),  // 11: lavik.meta.v1.ListMembersResponse
+	(*RegisterNodeRequest)(nil),  // 12: lavik.meta.v1.RegisterNodeRequest
+	(*RegisterNodeResponse)(nil), // 13: lavik.meta.v1.RegisterNodeResponse
+	(*HeartbeatRequest)(nil),     // 14: lavik.meta.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),    // 15: lavik.meta.v1.HeartbeatResponse
+	(*GetTopologyRequest)(nil),   // 16: lavik.meta.v1.GetTopologyRequest
+	(*GetTopologyResponse)(nil),  // 17: lavik.meta.v1.GetTopologyResponse
+	(*ShardGroup)(nil),           // 18: lavik.meta.v1.ShardGroup
+	(*SlotRange)(nil),            // 19: lavik.meta.v1.SlotRange
+	(*NodeInfo)(nil),             // 20: lavik.meta.v1.NodeInfo
+	(*PromoteRequest)(nil),       // 21: lavik.meta.v1.PromoteRequest
+	(*PromoteResponse)(nil),      // 22: lavik.meta.v1.PromoteResponse
+	(v1.Role)(0),                 // 23: lavik.common.v1.Role
 }
 var file_lavik_meta_v1_meta_proto_depIdxs = []int32{
-	0,  // 0: lavik.meta.v1.RegisterNodeRequest.role:type_name -> lavik.meta.v1.Role
-	0,  // 1: lavik.meta.v1.RegisterNodeResponse.assigned_role:type_name -> lavik.meta.v1.Role
-	0,  // 2: lavik.meta.v1.HeartbeatRequest.role:type_name -> lavik.meta.v1.Role
-	1,  // 3: lavik.meta.v1.HeartbeatRequest.health:type_name -> lavik.meta.v1.Health
-	0,  // 4: lavik.meta.v1.HeartbeatResponse.assigned_role:type_name -> lavik.meta.v1.Role
-	8,  // 5: lavik.meta.v1.GetTopologyResponse.shard_groups:type_name -> lavik.meta.v1.ShardGroup
-	10, // 6: lavik.meta.v1.ShardGroup.primary:type_name -> lavik.meta.v1.NodeInfo
-	10, // 7: lavik.meta.v1.ShardGroup.followers:type_name -> lavik.meta.v1.NodeInfo
-	9,  // 8: lavik.meta.v1.ShardGroup.slots:type_name -> lavik.meta.v1.SlotRange
-	0,  // 9: lavik.meta.v1.NodeInfo.role:type_name -> lavik.meta.v1.Role
-	1,  // 10: lavik.meta.v1.NodeInfo.health:type_name -> lavik.meta.v1.Health
-	2,  // 11: lavik.meta.v1.Meta.RegisterNode:input_type -> lavik.meta.v1.RegisterNodeRequest
-	4,  // 12: lavik.meta.v1.Meta.Heartbeat:input_type -> lavik.meta.v1.HeartbeatRequest
-	6,  // 13: lavik.meta.v1.Meta.GetTopology:input_type -> lavik.meta.v1.GetTopologyRequest
-	11, // 14: lavik.meta.v1.Meta.Promote:input_type -> lavik.meta.v1.PromoteRequest
-	3,  // 15: lavik.meta.v1.Meta.RegisterNode:output_type -> lavik.meta.v1.RegisterNodeResponse
-	5,  // 16: lavik.meta.v1.Meta.Heartbeat:output_type -> lavik.meta.v1.HeartbeatResponse
-	7,  // 17: lavik.meta.v1.Meta.GetTopology:output_type -> lavik.meta.v1.GetTopologyResponse
-	12, // 18: lavik.meta.v1.Meta.Promote:output_type -> lavik.meta.v1.PromoteResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	5,  // 0: lavik.meta.v1.AddMemberResponse.member:type_name -> lavik.meta.v1.Member
+	5,  // 1: lavik.meta.v1.AddMemberResponse.members:type_name -> lavik.meta.v1.Member
+	5,  // 2: lavik.meta.v1.RemoveMemberResponse.members:type_name -> lavik.meta.v1.Member
+	0,  // 3: lavik.meta.v1.ListMembersRequest.consistency:type_name -> lavik.meta.v1.ReadConsistency
+	5,  // 4: lavik.meta.v1.ListMembersResponse.members:type_name -> lavik.meta.v1.Member
+	23, // 5: lavik.meta.v1.RegisterNodeRequest.role:type_name -> lavik.common.v1.Role
+	23, // 6: lavik.meta.v1.RegisterNodeResponse.assigned_role:type_name -> lavik.common.v1.Role
+	23, // 7: lavik.meta.v1.HeartbeatRequest.role:type_name -> lavik.common.v1.Role
+	1,  // 8: lavik.meta.v1.HeartbeatRequest.health:type_name -> lavik.meta.v1.Health
+	23, // 9: lavik.meta.v1.HeartbeatResponse.assigned_role:type_name -> lavik.common.v1.Role
+	0,  // 10: lavik.meta.v1.GetTopologyRequest.consistency:type_name -> lavik.meta.v1.ReadConsistency
+	18, // 11: lavik.meta.v1.GetTopologyResponse.shard_groups:type_name -> lavik.meta.v1.ShardGroup
+	20, // 12: lavik.meta.v1.ShardGroup.primary:type_name -> lavik.meta.v1.NodeInfo
+	20, // 13: lavik.meta.v1.ShardGroup.followers:type_name -> lavik.meta.v1.NodeInfo
+	19, // 14: lavik.meta.v1.ShardGroup.slots:type_name -> lavik.meta.v1.SlotRange
+	23, // 15: lavik.meta.v1.NodeInfo.role:type_name -> lavik.common.v1.Role
+	1,  // 16: lavik.meta.v1.NodeInfo.health:type_name -> lavik.meta.v1.Health
+	12, // 17: lavik.meta.v1.Meta.RegisterNode:input_type -> lavik.meta.v1.RegisterNodeRequest
+	14, // 18: lavik.meta.v1.Meta.Heartbeat:input_type -> lavik.meta.v1.HeartbeatRequest
+	16, // 19: lavik.meta.v1.Meta.GetTopology:input_type -> lavik.meta.v1.GetTopologyRequest
+	21, // 20: lavik.meta.v1.Meta.Promote:input_type -> lavik.meta.v1.PromoteRequest
+	6,  // 21: lavik.meta.v1.Meta.AddMember:input_type -> lavik.meta.v1.AddMemberRequest
+	8,  // 22: lavik.meta.v1.Meta.RemoveMember:input_type -> lavik.meta.v1.RemoveMemberRequest
+	10, // 23: lavik.meta.v1.Meta.ListMembers:input_type -> lavik.meta.v1.ListMembersRequest
+	2,  // 24: lavik.meta.v1.Raft.Send:input_type -> lavik.meta.v1.RaftMessage
+	13, // 25: lavik.meta.v1.Meta.RegisterNode:output_type -> lavik.meta.v1.RegisterNodeResponse
+	15, // 26: lavik.meta.v1.Meta.Heartbeat:output_type -> lavik.meta.v1.HeartbeatResponse
+	17, // 27: lavik.meta.v1.Meta.GetTopology:output_type -> lavik.meta.v1.GetTopologyResponse
+	22, // 28: lavik.meta.v1.Meta.Promote:output_type -> lavik.meta.v1.PromoteResponse
+	7,  // 29: lavik.meta.v1.Meta.AddMember:output_type -> lavik.meta.v1.AddMemberResponse
+	9,  // 30: lavik.meta.v1.Meta.RemoveMember:output_type -> lavik.meta.v1.RemoveMemberResponse
+	11, // 31: lavik.meta.v1.Meta.ListMembers:output_type -> lavik.meta.v1.ListMembersResponse
+	3,  // 32: lavik.meta.v1.Raft.Send:output_type -> lavik.meta.v1.RaftSendResponse
+	25, // [25:33] is the sub-list for method output_type
+	17, // [17:25] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_lavik_meta_v1_meta_proto_init() }
@@ -1226,9 +1845,9 @@ func file_lavik_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lavik_meta_v1_meta_proto_rawDesc), len(file_lavik_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   21,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_lavik_meta_v1_meta_proto_goTypes,
 		DependencyIndexes: file_lavik_meta_v1_meta_proto_depIdxs,

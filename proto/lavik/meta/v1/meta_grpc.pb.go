@@ -18,10 +18,14 @@
 //   - Epochs and replication offsets are uint64 and 0 means "none yet".
 //   - Node ids and shard group ids are 1 to 64 characters of [A-Za-z0-9._-].
 //
-// gRPC status codes: UNAVAILABLE means meta has no quorum or no leader right now and nothing
-// was decided (retry with backoff); NOT_FOUND names an unknown node or shard group;
-// FAILED_PRECONDITION means the request conflicts with the current topology or epoch;
-// INVALID_ARGUMENT means a malformed field.
+// gRPC status codes: UNAVAILABLE means nothing was decided: meta has no quorum or no leader
+// right now (retry with backoff), or the member asked is not the leader, in which case the
+// status carries a NotLeader detail naming the leader to ask instead (retry there at once);
+// NOT_FOUND names an unknown node or shard group; FAILED_PRECONDITION means the request
+// conflicts with the current topology or epoch; INVALID_ARGUMENT means a malformed field.
+//
+// Roles are lavik/common/v1's Role, the same enum a data node reports (meta assigns only
+// ROLE_PRIMARY, ROLE_FOLLOWER and ROLE_UNSPECIFIED).
 
 package metav1
 
@@ -42,6 +46,9 @@ const (
 	Meta_Heartbeat_FullMethodName    = "/lavik.meta.v1.Meta/Heartbeat"
 	Meta_GetTopology_FullMethodName  = "/lavik.meta.v1.Meta/GetTopology"
 	Meta_Promote_FullMethodName      = "/lavik.meta.v1.Meta/Promote"
+	Meta_AddMember_FullMethodName    = "/lavik.meta.v1.Meta/AddMember"
+	Meta_RemoveMember_FullMethodName = "/lavik.meta.v1.Meta/RemoveMember"
+	Meta_ListMembers_FullMethodName  = "/lavik.meta.v1.Meta/ListMembers"
 )
 
 // MetaClient is the client API for Meta service.
@@ -73,6 +80,17 @@ type MetaClient interface {
 	// NOT_FOUND for an unknown shard group or node; FAILED_PRECONDITION if the target is not a
 	// follower of that group, is not healthy, or expected_epoch does not match.
 	Promote(ctx context.Context, in *PromoteRequest, opts ...grpc.CallOption) (*PromoteResponse, error)
+	// AddMember adds a lavik-meta member to the raft group (lavikctl meta add): a raft
+	// configuration change, committed by the current members before the call returns. Start the
+	// new member afterwards with the id returned and --join. FAILED_PRECONDITION when a member
+	// with that name or peer address exists, or another configuration change is in progress.
+	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*AddMemberResponse, error)
+	// RemoveMember removes a member (lavikctl meta remove) by a raft configuration change. The
+	// leader may remove itself: it steps down once the change commits. FAILED_PRECONDITION when
+	// removing it would leave fewer than one voter; NOT_FOUND for an unknown id.
+	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error)
+	// ListMembers lists the raft group's members as this member knows them, with the leader.
+	ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error)
 }
 
 type metaClient struct {
@@ -123,6 +141,36 @@ func (c *metaClient) Promote(ctx context.Context, in *PromoteRequest, opts ...gr
 	return out, nil
 }
 
+func (c *metaClient) AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*AddMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddMemberResponse)
+	err := c.cc.Invoke(ctx, Meta_AddMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*RemoveMemberResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveMemberResponse)
+	err := c.cc.Invoke(ctx, Meta_RemoveMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) ListMembers(ctx context.Context, in *ListMembersRequest, opts ...grpc.CallOption) (*ListMembersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMembersResponse)
+	err := c.cc.Invoke(ctx, Meta_ListMembers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -152,6 +200,17 @@ type MetaServer interface {
 	// NOT_FOUND for an unknown shard group or node; FAILED_PRECONDITION if the target is not a
 	// follower of that group, is not healthy, or expected_epoch does not match.
 	Promote(context.Context, *PromoteRequest) (*PromoteResponse, error)
+	// AddMember adds a lavik-meta member to the raft group (lavikctl meta add): a raft
+	// configuration change, committed by the current members before the call returns. Start the
+	// new member afterwards with the id returned and --join. FAILED_PRECONDITION when a member
+	// with that name or peer address exists, or another configuration change is in progress.
+	AddMember(context.Context, *AddMemberRequest) (*AddMemberResponse, error)
+	// RemoveMember removes a member (lavikctl meta remove) by a raft configuration change. The
+	// leader may remove itself: it steps down once the change commits. FAILED_PRECONDITION when
+	// removing it would leave fewer than one voter; NOT_FOUND for an unknown id.
+	RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error)
+	// ListMembers lists the raft group's members as this member knows them, with the leader.
+	ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -173,6 +232,15 @@ func (UnimplementedMetaServer) GetTopology(context.Context, *GetTopologyRequest)
 }
 func (UnimplementedMetaServer) Promote(context.Context, *PromoteRequest) (*PromoteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Promote not implemented")
+}
+func (UnimplementedMetaServer) AddMember(context.Context, *AddMemberRequest) (*AddMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddMember not implemented")
+}
+func (UnimplementedMetaServer) RemoveMember(context.Context, *RemoveMemberRequest) (*RemoveMemberResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedMetaServer) ListMembers(context.Context, *ListMembersRequest) (*ListMembersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMembers not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -267,6 +335,60 @@ func _Meta_Promote_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_AddMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).AddMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_AddMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).AddMember(ctx, req.(*AddMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).RemoveMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_RemoveMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).RemoveMember(ctx, req.(*RemoveMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_ListMembers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMembersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).ListMembers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_ListMembers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).ListMembers(ctx, req.(*ListMembersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -290,7 +412,126 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Promote",
 			Handler:    _Meta_Promote_Handler,
 		},
+		{
+			MethodName: "AddMember",
+			Handler:    _Meta_AddMember_Handler,
+		},
+		{
+			MethodName: "RemoveMember",
+			Handler:    _Meta_RemoveMember_Handler,
+		},
+		{
+			MethodName: "ListMembers",
+			Handler:    _Meta_ListMembers_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
+	Metadata: "lavik/meta/v1/meta.proto",
+}
+
+const (
+	Raft_Send_FullMethodName = "/lavik.meta.v1.Raft/Send"
+)
+
+// RaftClient is the client API for Raft service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Raft carries raft messages between lavik-meta members. It is served on the members' peer
+// address and used by no one else.
+type RaftClient interface {
+	// Send streams messages from one member to another; the receiver steps each into its raft
+	// node in order. The stream stays open while the sender has messages; it ends with an empty
+	// response.
+	Send(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RaftMessage, RaftSendResponse], error)
+}
+
+type raftClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewRaftClient(cc grpc.ClientConnInterface) RaftClient {
+	return &raftClient{cc}
+}
+
+func (c *raftClient) Send(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RaftMessage, RaftSendResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Raft_ServiceDesc.Streams[0], Raft_Send_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RaftMessage, RaftSendResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Raft_SendClient = grpc.ClientStreamingClient[RaftMessage, RaftSendResponse]
+
+// RaftServer is the server API for Raft service.
+// All implementations must embed UnimplementedRaftServer
+// for forward compatibility.
+//
+// Raft carries raft messages between lavik-meta members. It is served on the members' peer
+// address and used by no one else.
+type RaftServer interface {
+	// Send streams messages from one member to another; the receiver steps each into its raft
+	// node in order. The stream stays open while the sender has messages; it ends with an empty
+	// response.
+	Send(grpc.ClientStreamingServer[RaftMessage, RaftSendResponse]) error
+	mustEmbedUnimplementedRaftServer()
+}
+
+// UnimplementedRaftServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedRaftServer struct{}
+
+func (UnimplementedRaftServer) Send(grpc.ClientStreamingServer[RaftMessage, RaftSendResponse]) error {
+	return status.Error(codes.Unimplemented, "method Send not implemented")
+}
+func (UnimplementedRaftServer) mustEmbedUnimplementedRaftServer() {}
+func (UnimplementedRaftServer) testEmbeddedByValue()              {}
+
+// UnsafeRaftServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to RaftServer will
+// result in compilation errors.
+type UnsafeRaftServer interface {
+	mustEmbedUnimplementedRaftServer()
+}
+
+func RegisterRaftServer(s grpc.ServiceRegistrar, srv RaftServer) {
+	// If the following call panics, it indicates UnimplementedRaftServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Raft_ServiceDesc, srv)
+}
+
+func _Raft_Send_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RaftServer).Send(&grpc.GenericServerStream[RaftMessage, RaftSendResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Raft_SendServer = grpc.ClientStreamingServer[RaftMessage, RaftSendResponse]
+
+// Raft_ServiceDesc is the grpc.ServiceDesc for Raft service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Raft_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "lavik.meta.v1.Raft",
+	HandlerType: (*RaftServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Send",
+			Handler:       _Raft_Send_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "lavik/meta/v1/meta.proto",
 }
