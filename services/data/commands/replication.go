@@ -17,6 +17,9 @@ type Replication interface {
 	ReplicaOf(host string, port int) error
 	// Follower reports whether the node follows a primary: clients' writes are refused.
 	Follower() bool
+	// Writable reports whether the node takes clients' writes now: not a follower, and, under
+	// meta, holding a lease. It is asked before every write and again before a write's reply.
+	Writable() bool
 	// Resync makes a follower copy everything from its primary again (a rebuild): it
 	// reconnects and asks for a full resync, whose progress INFO replication shows.
 	Resync() error
@@ -62,6 +65,14 @@ type ReplStats struct {
 
 // ErrReadOnly is a client's write on a follower.
 var ErrReadOnly = Error("READONLY You can't write against a read only replica.")
+
+// ErrNoLease is a client's write on a primary that holds no lease from meta (it cannot reach
+// meta, or meta is handing over to another node). READONLY, so that clients re-discover the
+// primary as they do after a Redis failover.
+var ErrNoLease = Error("READONLY lavik: this primary holds no lease from meta (it cannot reach meta, or another node is taking over)")
+
+// ErrLeaseLost replaces the reply of a write whose lease ran out before it was acknowledged.
+var ErrLeaseLost = Error("READONLY lavik: this primary's lease ran out before the write was acknowledged; it may or may not have been applied")
 
 func init() {
 	register(
@@ -226,6 +237,7 @@ func (Standalone) ReplicaOf(string, int) error {
 	return Error("ERR replication is not available in this server")
 }
 func (Standalone) Follower() bool { return false }
+func (Standalone) Writable() bool { return true }
 func (Standalone) Resync() error  { return Error("ERR this node follows no primary") }
 func (Standalone) Sync(conn net.Conn, _ <-chan struct{}, _ *Client, _ [][]byte) {
 	conn.Write([]byte("-ERR replication is not available in this server\r\n"))

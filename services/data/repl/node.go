@@ -64,6 +64,10 @@ type Node struct {
 	syncFull, syncPartialOK, syncPartialErr atomic.Uint64
 	// staleState: the persisted state no longer matches the data (forgetHistoryLocked failed).
 	staleState atomic.Bool
+	// following mirrors link != nil for the write path (Writable); lease is the write lease
+	// (lease.go).
+	following atomic.Bool
+	lease     *lease
 }
 
 // New makes a node's replication for ks: a primary with a new history, until ReplicaOf.
@@ -75,7 +79,7 @@ func New(ks *keyspace.Keyspace, opts Options) *Node {
 		opts.Timeout = 60 * time.Second
 	}
 	return &Node{opts: opts, ks: ks, log: opts.Logger, replid: newReplID(), followers: map[*followerLink]struct{}{},
-		acks: make(chan struct{})}
+		acks: make(chan struct{}), lease: newLease()}
 }
 
 func newReplID() string {
@@ -123,6 +127,7 @@ func (n *Node) ReplicaOf(host string, port int) error {
 	}
 	n.ks.SetFollower(true)
 	n.link = newLink(n, host, port)
+	n.following.Store(true)
 	go n.link.run()
 	return nil
 }
@@ -151,6 +156,7 @@ func (n *Node) promote(l *link) {
 	n.replid2, n.offset2 = l.replID(), l.applied.Load()
 	n.replid = newReplID()
 	n.offset = l.applied.Load()
+	n.following.Store(false)
 	n.ks.SetChangeSink(nil, nil)
 	n.ks.SetFollower(false)
 	n.ks.SetClockFloor(0)

@@ -169,9 +169,41 @@ func (c *conn) waitDurable() bool {
 				}
 			}
 			c.replaceSpans(err)
+		} else if !c.s.repl.Writable() && !c.failWrites() {
+			c.spans = c.spans[:0]
+			return false
 		}
 	}
 	c.spans = c.spans[:0]
+	return true
+}
+
+// failWrites replaces the replies of the writes waiting for their acknowledgement by
+// ErrLeaseLost: the node's lease ran out (or it became a follower) while their group commit was
+// in flight, and an acknowledgement now could come after another node took over. It reports
+// false when one of them was partly sent already (the connection must close).
+func (c *conn) failWrites() bool {
+	writes := c.spans[:0:0]
+	for _, sp := range c.spans {
+		if sp.write {
+			if sp.partial {
+				return false
+			}
+			writes = append(writes, sp)
+		}
+	}
+	if len(writes) == 0 {
+		return true
+	}
+	out := append([]byte(nil), c.w.Bytes()...)
+	c.w.Truncate(0)
+	prev := 0
+	for _, sp := range writes {
+		c.w.Raw(out[prev:sp.from])
+		c.w.Error(string(commands.ErrLeaseLost))
+		prev = sp.to
+	}
+	c.w.Raw(out[prev:])
 	return true
 }
 
@@ -446,8 +478,12 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	multi := c.cl.Multi
-	if (cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes()) && s.repl.Follower() {
-		c.reject(cmd, commands.ErrReadOnly)
+	if (cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes()) && !s.repl.Writable() {
+		if s.repl.Follower() {
+			c.reject(cmd, commands.ErrReadOnly)
+		} else {
+			c.reject(cmd, commands.ErrNoLease)
+		}
 		return
 	}
 	if cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes() {

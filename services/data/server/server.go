@@ -30,6 +30,9 @@ type Options struct {
 	Keyspace   *keyspace.Keyspace
 	Logger     *slog.Logger
 	ConfigFile string
+	// Replication is the node's replication (package repl); nil: a node without it
+	// (commands.Standalone). SetReplication sets it later.
+	Replication commands.Replication
 }
 
 // Server accepts RESP connections and runs their commands.
@@ -87,6 +90,9 @@ func New(o Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if o.Replication != nil {
+		s.repl = o.Replication
 	}
 	s.updateLimits()
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")

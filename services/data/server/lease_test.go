@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/repl"
+	"github.com/lavikdb/lavik/services/data/server"
+	"github.com/lavikdb/lavik/services/data/vlog"
+)
+
+// TestLeaseFencesWrites: a primary under meta takes writes only while it holds a lease. Without
+// one a write is refused with READONLY before it runs; with one it is served; and a write whose
+// group commit is in flight when the lease ends gets READONLY too instead of an acknowledgement
+// (it may have been applied, but no client was told so after the lease). Reads go on throughout.
+func TestLeaseFencesWrites(t *testing.T) {
+	gate := newSyncGate()
+	defer gate.open()
+	fs := vfs.NewErrorFS(vfs.NewMem(), gate)
+	engine, err := vlog.NewEngine("pread", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	ks, err := keyspace.Open(keyspace.Options{FS: fs, Dir: "/data", Shards: 2, SegmentSize: 1 << 20, Engine: engine,
+		Fsync: vlog.FsyncAlways, Databases: 16, Logger: quietLogger, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ks.Close()
+	node := repl.New(ks, repl.Options{FS: fs, Dir: "/data", BacklogSize: 1 << 20, Logger: quietLogger,
+		MasterAuth: func() string { return "" }, ListeningPort: func() int { return 0 }})
+	defer node.Close()
+	cfg := config.New()
+	for _, kv := range [][2]string{{"bind", "127.0.0.1"}, {"port", "0"}, {"appendfsync", "always"}} {
+		if err := cfg.SetStartup(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := server.New(server.Options{Config: cfg, Keyspace: ks, Logger: quietLogger, Replication: node})
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { srv.Serve(); close(served) }()
+	defer func() { srv.Close(); <-served }()
+	ts := &testServer{srv: srv, ks: ks, cfg: cfg, addr: srv.Addr().String()}
+	c := ts.dial(t)
+
+	c.send(cmd{"SET", "k", "before"})
+	c.expect("+OK")
+	node.RequireLease(true)
+	if got := c.do("SET", "k", "no-lease"); !strings.HasPrefix(got, "-READONLY lavik: this primary holds no lease") {
+		t.Fatalf("SET without a lease: %s", got)
+	}
+	c.send(cmd{"GET", "k"})
+	c.expect(bulk("before"))
+
+	node.GrantLease(node.LeaseClock(), time.Minute, 1)
+	c.send(cmd{"SET", "k", "leased"})
+	c.expect("+OK")
+
+	// The group commit of this write is held while the lease ends.
+	gate.armed.Store(true)
+	c.send(cmd{"SET", "k", "in-flight"})
+	reply := pending(c)
+	select {
+	case <-gate.entered:
+	case <-time.After(waitFor):
+		t.Fatal("the SET's sync never started")
+	}
+	node.RevokeLease()
+	gate.armed.Store(false)
+	gate.open()
+	if got := replyOf(t, reply); !strings.HasPrefix(got, "-READONLY lavik: this primary's lease ran out") {
+		t.Fatalf("a write acknowledged after the lease ended: %s", got)
+	}
+	c.send(cmd{"GET", "k"})
+	if got := replyOf(t, pending(c)); got != bulk("in-flight") && got != bulk("leased") {
+		t.Fatalf("GET after: %s", got)
+	}
+}
