@@ -105,6 +105,8 @@ var Params = []*Param{
 		Doc: "seconds between the PINGs a primary sends to idle followers, which tell them the link lives; above repl-timeout, idle links break"},
 	{Name: "repl-timeout", Default: "60", Check: intRange(1, 3600),
 		Doc: "seconds without a byte from the other side after which a primary or a follower drops the link (the follower then reconnects); too low breaks links during long pauses, too high leaves a dead primary unnoticed longer"},
+	{Name: "admin-port", Default: "", Check: adminPortCheck,
+		Doc: "TCP port of the gRPC admin API (lavik/data/v1 DataAdmin: status and rebuild, for lavikctl and lavik-meta) on the bind address; empty (the default) serves none; 0 picks a free port and logs it"},
 	{Name: "replica-read-only", Default: "yes", Fixed: true, Check: oneOf("yes"),
 		Doc: "always yes: a follower refuses clients' writes"},
 	{Name: "checkpoint-interval-bytes", Default: "67108864", Check: zeroOrMemRange(1<<20, math.MaxInt64),
@@ -258,6 +260,18 @@ func (c *Config) Shards() int {
 // Checks.
 
 func anyValue(v string) (string, error) { return v, nil }
+
+// adminPortCheck accepts "" (no admin API) or a port 0..65535.
+func adminPortCheck(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("must be empty or a port 0..65535, not %q", v)
+	}
+	return strconv.Itoa(p), nil
+}
 
 // replicaofCheck accepts "" or "host port" (Redis's "no one" is "").
 func replicaofCheck(v string) (string, error) {

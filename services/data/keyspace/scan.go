@@ -370,7 +370,7 @@ func (ks *Keyspace) Stats(se *Session) Stats {
 	st.DirCache = ks.dirs.stats()
 	for _, s := range ks.shards {
 		s.rlock(se)
-		st.Keys += int64(s.ix.count)
+		st.Keys += int64(s.ix.count) - s.keys[InternalDB] // clients' keys only
 		st.IndexBytes += s.ix.bytes()
 		s.runlock(se)
 		ls := s.log.Stats()

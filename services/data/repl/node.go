@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -419,4 +421,74 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Status is the node's replication state for its admin API (lavikctl, meta).
+type Status struct {
+	Follower bool
+	ReplID   string
+	Offset   int64
+	// Of a primary: its followers, by connection order.
+	Followers []FollowerStatus
+	// Of a follower: its primary and the link.
+	PrimaryAddr    string
+	LinkState      string // connect, connecting, sync, connected
+	PrimaryOffset  int64  // the stream offset read from the primary so far
+	LastIOAge      time.Duration
+	SyncBytes      int64 // snapshot bytes loaded in a full resync running now
+	SyncInProgress bool
+}
+
+// FollowerStatus is one follower as its primary sees it.
+type FollowerStatus struct {
+	Addr   string
+	State  string // wait_bgsave, send_bulk, online
+	Acked  int64
+	AckAge time.Duration
+}
+
+// Status reports the node's replication state.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := Status{ReplID: n.replidLocked(), Offset: n.offsetLocked()}
+	now := time.Now()
+	if l := n.link; l != nil {
+		st.Follower = true
+		st.PrimaryAddr = net.JoinHostPort(l.host, strconv.Itoa(l.port))
+		st.LinkState = l.roleState()
+		st.PrimaryOffset = l.read.Load()
+		if last := l.lastIO.Load(); last > 0 {
+			st.LastIOAge = now.Sub(time.UnixMilli(last))
+		}
+		st.SyncInProgress = l.state.Load() == linkSync
+		if st.SyncInProgress {
+			st.SyncBytes = l.syncBytes.Load()
+		}
+	}
+	for _, f := range n.sortedFollowersLocked() {
+		st.Followers = append(st.Followers, FollowerStatus{Addr: net.JoinHostPort(f.ip, strconv.Itoa(f.port)),
+			State: f.state.Load().String(), Acked: f.ack.Load(), AckAge: now.Sub(time.UnixMilli(f.ackTime.Load()))})
+	}
+	return st
+}
+
+// Rebuild makes a follower copy everything again from the primary at host:port (switching to
+// it if it followed another); already reports that a full resync from that primary was running.
+// A node that follows no primary holds the authoritative copy and is not rebuilt.
+func (n *Node) Rebuild(host string, port int) (already bool, err error) {
+	n.mu.Lock()
+	l := n.link
+	n.mu.Unlock()
+	if l == nil {
+		return false, commands.Error("ERR this node follows no primary: its data is the authoritative copy (demote it first)")
+	}
+	if l.host == host && l.port == port {
+		if l.state.Load() == linkSync {
+			return true, nil
+		}
+		return false, n.Resync()
+	}
+	n.staleState.Store(true)
+	return false, n.ReplicaOf(host, port)
 }

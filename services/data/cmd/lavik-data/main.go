@@ -22,6 +22,7 @@ import (
 
 	"github.com/lavikdb/lavik/pkg/schedpolicy"
 	"github.com/lavikdb/lavik/pkg/vfs"
+	"github.com/lavikdb/lavik/services/data/admin"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -179,6 +180,18 @@ func run(args []string) int {
 	srv.SetReplication(node)
 	if err := node.Start(cfg.Replicaof()); err != nil {
 		log.Error("cannot start replication", "err", err)
+	}
+	if p := cfg.Get("admin-port"); p != "" {
+		lis, err := net.Listen("tcp", net.JoinHostPort(cfg.Get("bind"), p))
+		if err != nil {
+			log.Error("cannot listen for the admin API", "port", p, "err", err)
+			srv.Close()
+			ks.Close()
+			return 1
+		}
+		g := admin.Serve(lis, admin.New(node, ks, nil, commands.Version))
+		defer g.Stop()
+		log.Info("admin API listening", "addr", lis.Addr().String())
 	}
 	log.Info("ready to accept connections", "addr", srv.Addr().String(), "version", commands.Version)
 
