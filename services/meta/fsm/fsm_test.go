@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lavikdb/lavik/pkg/testseed"
-	metav1 "github.com/lavikdb/lavik/proto/lavik/meta/v1"
+	commonv1 "github.com/lavikdb/lavik/proto/lavik/common/v1"
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/grpc/codes"
 )
@@ -376,7 +376,7 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 }
 
-// TestValuesMatchTheAPI: Code and Role convert to gRPC codes and metav1.Role by value.
+// TestValuesMatchTheAPI: Code and Role convert to gRPC codes and commonv1.Role by value.
 func TestValuesMatchTheAPI(t *testing.T) {
 	for c, want := range map[Code]codes.Code{
 		CodeOK: codes.OK, CodeInvalidArgument: codes.InvalidArgument,
@@ -386,11 +386,11 @@ func TestValuesMatchTheAPI(t *testing.T) {
 			t.Errorf("Code %v = %d, gRPC %v = %d", c, c, want, want)
 		}
 	}
-	for r, want := range map[Role]metav1.Role{
-		RoleUnspecified: metav1.Role_ROLE_UNSPECIFIED, RolePrimary: metav1.Role_ROLE_PRIMARY, RoleFollower: metav1.Role_ROLE_FOLLOWER,
+	for r, want := range map[Role]commonv1.Role{
+		RoleUnspecified: commonv1.Role_ROLE_UNSPECIFIED, RolePrimary: commonv1.Role_ROLE_PRIMARY, RoleFollower: commonv1.Role_ROLE_FOLLOWER,
 	} {
-		if metav1.Role(r) != want {
-			t.Errorf("Role %v = %d, metav1 %v = %d", r, r, want, want)
+		if commonv1.Role(r) != want {
+			t.Errorf("Role %v = %d, commonv1 %v = %d", r, r, want, want)
 		}
 	}
 }

@@ -21,8 +21,8 @@ var ErrClosed = errors.New("fsm: closed")
 // entry: the entry is the leader's problem, a corrupt database is this member's.
 var ErrCorrupt = errors.New("fsm: corrupt database")
 
-// Role is the role meta assigns a data node. The values are those of lavik.meta.v1.Role, so the
-// API layer converts with metav1.Role(r); a test checks they agree.
+// Role is the role meta assigns a data node. The values are those of lavik.common.v1.Role, so the
+// API layer converts with commonv1.Role(r) (lavik/common/v1); a test checks they agree.
 type Role uint32
 
 const (
@@ -30,9 +30,9 @@ const (
 	// or a primary fenced by ClearPrimary).
 	RoleUnspecified Role = 0
 	// RolePrimary: the one node of its group named primary at the group's epoch.
-	RolePrimary Role = 1
+	RolePrimary Role = 2
 	// RoleFollower: replicates from the primary.
-	RoleFollower Role = 2
+	RoleFollower Role = 3
 )
 
 func (r Role) String() string {
