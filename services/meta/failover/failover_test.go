@@ -1,0 +1,219 @@
+package failover
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lavikdb/lavik/services/data/repl"
+	"github.com/lavikdb/lavik/services/meta/fsm"
+)
+
+const ms = time.Millisecond
+
+// group returns shard group "g" at epoch with primary p and followers fs (the topology as the
+// fsm would report it).
+func group(epoch uint64, p string, fs ...string) fsm.GroupView {
+	g := fsm.GroupView{Group: fsm.Group{ID: "g", Epoch: epoch, Primary: p}}
+	if p != "" {
+		g.PrimaryNode = &fsm.Node{ID: p, Group: "g", DataAddress: p + ":6379", Role: fsm.RolePrimary}
+	}
+	for _, f := range fs {
+		g.Followers = append(g.Followers, fsm.Node{ID: f, Group: "g", DataAddress: f + ":6379", Role: fsm.RoleFollower})
+	}
+	return g
+}
+
+func topo(gs ...fsm.GroupView) fsm.Topology { return fsm.Topology{Version: 1, Groups: gs} }
+
+func hb(id string, off uint64) Heartbeat {
+	return Heartbeat{NodeID: id, Epoch: 1, ReplicationID: "r1", Offset: off, Health: HealthOK}
+}
+
+// TestFailoverAfterLease: a primary that stops heartbeating is replaced by its follower once
+// FailAfter has passed and its lease is over as the leader counts it, not before; the promotion
+// names the follower at the group's epoch with its position.
+func TestFailoverAfterLease(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	var now time.Duration
+	var lastGrant time.Duration
+	for now = 0; now < 2*time.Second; now += cfg.HeartbeatInterval {
+		if ans := a.Heartbeat(now, hb("a", 100), g); ans.Lease != cfg.Lease || ans.Role != fsm.RolePrimary {
+			t.Fatalf("primary's answer %+v", ans)
+		}
+		lastGrant = now
+		if ans := a.Heartbeat(now, hb("b", 90), g); ans.Lease != 0 || ans.Role != fsm.RoleFollower || ans.Primary.ID != "a" {
+			t.Fatalf("follower's answer %+v", ans)
+		}
+		if d := a.Tick(now, topo(g)); len(d) != 0 {
+			t.Fatalf("at %v a healthy primary was replaced: %+v", now, d)
+		}
+	}
+	// a dies; b keeps heartbeating.
+	for ; ; now += 10 * ms {
+		a.Heartbeat(now, hb("b", 100), g)
+		d := a.Tick(now, topo(g))
+		if len(d) == 0 {
+			continue
+		}
+		if now < lastGrant+cfg.Lease {
+			t.Fatalf("promoted at %v while a's lease ran until %v", now, lastGrant+cfg.Lease)
+		}
+		want := fsm.SetPrimary{ShardGroup: "g", NodeID: "b", ExpectedEpoch: 1, ReplicationID: "r1", ReplicationOffset: 100}
+		if len(d) != 1 || d[0] != want {
+			t.Fatalf("decision %+v, want %+v", d, want)
+		}
+		if now-lastGrant > cfg.Lease+20*ms {
+			t.Fatalf("promoted only %v after the last grant", now-lastGrant)
+		}
+		return
+	}
+}
+
+// TestNewLeaderWaitsOutALease: a leader elected just now promotes nobody before it has led for
+// a full lease, even for a primary it never heard from.
+func TestNewLeaderWaitsOutALease(t *testing.T) {
+	cfg := DefaultConfig
+	start := 10 * time.Second
+	a := New(cfg, start)
+	g := group(3, "a", "b")
+	for now := start; now < start+cfg.Lease; now += 10 * ms {
+		a.Heartbeat(now, hb("b", 5), g)
+		if d := a.Tick(now, topo(g)); len(d) != 0 {
+			t.Fatalf("a new leader promoted at %v, %v after it was elected", now, now-start)
+		}
+	}
+	now := start + cfg.Lease
+	a.Heartbeat(now, hb("b", 5), g)
+	if d := a.Tick(now, topo(g)); len(d) != 1 || d[0].NodeID != "b" {
+		t.Fatalf("after a lease of leadership: %+v, want b promoted", d)
+	}
+}
+
+// TestPausesShorterThanTheLeaseCauseNoFailover: 100 pauses of the primary, each shorter than
+// the lease less a heartbeat, never replace it.
+func TestPausesShorterThanTheLeaseCauseNoFailover(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var now time.Duration
+	for range 100 {
+		for range 5 {
+			a.Heartbeat(now, hb("a", 1), g)
+			a.Heartbeat(now, hb("b", 1), g)
+			if d := a.Tick(now, topo(g)); len(d) != 0 {
+				t.Fatalf("failover at %v: %+v", now, d)
+			}
+			now += cfg.HeartbeatInterval
+		}
+		pause := time.Duration(rng.Int64N(int64(cfg.Lease - cfg.HeartbeatInterval)))
+		for end := now + pause; now < end; now += 10 * ms {
+			a.Heartbeat(now, hb("b", 1), g)
+			if d := a.Tick(now, topo(g)); len(d) != 0 {
+				t.Fatalf("a pause of %v caused a failover: %+v", pause, d)
+			}
+		}
+	}
+}
+
+// TestBestFollower: the follower promoted is alive, healthy, in the primary's history, with the
+// highest offset; ties go to the lowest id; with none fit, nobody is promoted.
+func TestBestFollower(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(4, "p", "b", "c", "d", "e", "f")
+	now := time.Second
+	a.Heartbeat(0, Heartbeat{NodeID: "p", ReplicationID: "r1", Offset: 500, Health: HealthOK}, g)
+	a.Heartbeat(now, Heartbeat{NodeID: "b", ReplicationID: "r1", Offset: 400, Health: HealthOK}, g)
+	a.Heartbeat(now, Heartbeat{NodeID: "c", ReplicationID: "r1", Offset: 450, Health: HealthOK}, g)
+	a.Heartbeat(now, Heartbeat{NodeID: "d", ReplicationID: "r1", Offset: 499, Health: HealthSyncing}, g)
+	a.Heartbeat(now, Heartbeat{NodeID: "e", ReplicationID: "r0", Offset: 900, Health: HealthOK}, g)
+	a.Heartbeat(0, Heartbeat{NodeID: "f", ReplicationID: "r1", Offset: 499, Health: HealthOK}, g) // silent since
+	d := a.Tick(now, topo(g))
+	if len(d) != 1 || d[0].NodeID != "c" || d[0].ExpectedEpoch != 4 || d[0].ReplicationOffset != 450 {
+		t.Fatalf("decision %+v, want c at epoch 4", d)
+	}
+	a.Heartbeat(now, Heartbeat{NodeID: "b", ReplicationID: "r1", Offset: 450, Health: HealthOK}, g)
+	if d := a.Tick(now, topo(g)); d[0].NodeID != "b" {
+		t.Fatalf("a tie went to %s, want b (the lower id)", d[0].NodeID)
+	}
+	h := group(4, "p", "d", "e")
+	if d := a.Tick(now, topo(h)); len(d) != 0 {
+		t.Fatalf("promoted %+v though no follower is fit", d)
+	}
+	// A group with no primary (fenced, or new) gets one as soon as a fit node heartbeats.
+	n := group(7, "", "b", "c")
+	if d := a.Tick(now, topo(n)); len(d) != 1 || d[0].NodeID != "b" || d[0].ExpectedEpoch != 7 { // b and c tie at 450
+		t.Fatalf("a group without primary: %+v", d)
+	}
+}
+
+// TestHandover: a held group's primary gets no lease; the leader knows when its last one is
+// over; Tick leaves the group to the switchover; released, leases resume.
+func TestHandover(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(2, "a", "b")
+	now := time.Second
+	a.Heartbeat(now, hb("a", 10), g)
+	a.Hold("g", true)
+	if ans := a.Heartbeat(now+cfg.HeartbeatInterval, hb("a", 10), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+		t.Fatalf("held primary's answer %+v, want no lease", ans)
+	}
+	if a.LeaseOver(now+cfg.Lease-ms, "g") || !a.LeaseOver(now+cfg.Lease, "g") {
+		t.Fatal("LeaseOver wrong around the last grant's end")
+	}
+	a.Heartbeat(now+2*cfg.Lease, hb("b", 10), g)
+	if d := a.Tick(now+2*cfg.Lease, topo(g)); len(d) != 0 {
+		t.Fatalf("Tick decided for a held group: %+v", d)
+	}
+	a.Hold("g", false)
+	if ans := a.Heartbeat(now+2*cfg.Lease, hb("a", 10), g); ans.Lease != cfg.Lease {
+		t.Fatalf("released primary's answer %+v", ans)
+	}
+}
+
+// TestNoOverlappingPrimaries: under random heartbeat delays, losses and pauses, every promotion
+// the leader decides comes after the old primary's lease has ended as the primary itself
+// counts it: from when it sent the heartbeat (before the leader got it), less its drift margin.
+func TestNoOverlappingPrimaries(t *testing.T) {
+	cfg := DefaultConfig
+	promotions := 0
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		a := New(cfg, 0)
+		g := group(1, "a", "b")
+		var nodeLeaseEnd time.Duration // the primary's own view of its lease
+		var now time.Duration
+		for step := 0; step < 400; step++ {
+			now += 10 * ms
+			if step%10 == 0 && rng.IntN(10) > 0 { // the primary heartbeats unless this one is lost
+				sent := now - time.Duration(rng.Int64N(int64(50*ms))) // it was sent up to 50 ms earlier
+				if ans := a.Heartbeat(now, hb(g.Primary, 1), g); ans.Lease > 0 {
+					nodeLeaseEnd = max(nodeLeaseEnd, sent+ans.Lease-repl.LeaseDriftMargin(ans.Lease))
+				}
+			}
+			for _, f := range g.Followers {
+				a.Heartbeat(now, hb(f.ID, 1), g)
+			}
+			if rng.IntN(50) == 0 { // the primary stalls for up to two leases
+				now += time.Duration(rng.Int64N(int64(2 * cfg.Lease)))
+			}
+			for _, d := range a.Tick(now, topo(g)) {
+				if now < nodeLeaseEnd {
+					t.Fatalf("seed %d: %s promoted at %v while %s may write until %v", seed, d.NodeID, now, g.Primary, nodeLeaseEnd)
+				}
+				old := g.Primary
+				g = group(g.Epoch+1, d.NodeID, old)
+				nodeLeaseEnd = 0
+				promotions++
+			}
+		}
+	}
+	if promotions < 20 {
+		t.Fatalf("only %d promotions in 50 runs: the schedule does not exercise failover", promotions)
+	}
+}
