@@ -332,6 +332,28 @@ var tblSamples = []tblSample{
 	})},
 	{name: "debug|help", args: []string{"DEBUG", "HELP"}, want: tblHelp("DEBUG")},
 	{name: "lavik.digest", setup: tblSetK("v"), args: []string{"LAVIK.DIGEST"}, want: tblCheck(tblDigest)},
+
+	// replication
+	{name: "role", args: []string{"ROLE"}, want: tblArrayHead("master")},
+	{name: "wait", setup: tblSetK("v"), args: []string{"WAIT", "0", "0"}, want: 0},
+	{name: "replconf", args: []string{"REPLCONF", "listening-port", "6380"}, want: tblOK},
+	{name: "replicaof", args: []string{"REPLICAOF", "NO", "ONE"}, want: tblOK},
+	{name: "slaveof", args: []string{"SLAVEOF", "NO", "ONE"}, want: tblOK},
+	{name: "lavik.resync", args: []string{"LAVIK.RESYNC"}, want: tblErr("ERR this node follows no primary: LAVIK.RESYNC rebuilds a follower")},
+	// The connection becomes a replication link: the first reply says how it starts.
+	{name: "psync", setup: tblSetK("v"), args: []string{"PSYNC", "?", "-1"}, want: tblCheck(func(v any) string {
+		if s, ok := v.(tblSimple); !ok || !strings.HasPrefix(string(s), "FULLRESYNC ") {
+			return "want +FULLRESYNC <replid> <offset>"
+		}
+		return ""
+	})},
+	// The whole keyspace as the full resync's payload: Lavik's snapshot (or Redis's RDB file).
+	{name: "sync", setup: tblSetK("v"), args: []string{"SYNC"}, want: tblCheck(func(v any) string {
+		if s, ok := v.(string); !ok || !strings.HasPrefix(s, "LVKSNAP") && !strings.HasPrefix(s, "REDIS") {
+			return "want a snapshot payload"
+		}
+		return ""
+	})},
 }
 
 var (
@@ -1164,8 +1186,25 @@ func tblMustOK(t testing.TB, c *tblConn, args ...string) {
 
 func tblReadReply(br *bufio.Reader) (any, error) {
 	line, err := br.ReadString('\n')
+	for err == nil && line == "\n" {
+		// A primary preparing a full resync's payload sends newlines to keep the link alive.
+		line, err = br.ReadString('\n')
+	}
 	if err != nil {
 		return nil, err
+	}
+	if mark, ok := strings.CutPrefix(line, "$EOF:"); ok && len(mark) == 42 {
+		// A streamed payload (SYNC): its bytes up to the 40-byte mark that ends it.
+		mark = mark[:40]
+		var payload []byte
+		for !strings.HasSuffix(string(payload), mark) {
+			b, err := br.ReadByte()
+			if err != nil {
+				return nil, err
+			}
+			payload = append(payload, b)
+		}
+		return string(payload[:len(payload)-40]), nil
 	}
 	if len(line) < 3 || line[len(line)-2] != '\r' {
 		return nil, fmt.Errorf("malformed reply line %q", line)

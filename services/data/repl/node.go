@@ -98,7 +98,12 @@ func (n *Node) Follower() bool {
 }
 
 // ReplicaOf implements commands.Replication.
-func (n *Node) ReplicaOf(host string, port int) error {
+func (n *Node) ReplicaOf(host string, port int) error { return n.follow(host, port, true) }
+
+// follow makes the node follow host:port (or, with host "", a primary). stepDown says a node
+// that is a primary now steps down, recording its history for a PSYNC2-style continuation; at
+// start-up a node configured to follow has taken no write and keeps the state it persisted.
+func (n *Node) follow(host string, port int, stepDown bool) error {
 	n.mu.Lock()
 	old := n.link
 	n.link = nil
@@ -114,7 +119,7 @@ func (n *Node) ReplicaOf(host string, port int) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if old == nil {
+	if old == nil && stepDown {
 		// A primary stepping down: its followers are dropped and its stream ends. Its data
 		// stands at its stream's end in its history, which it records as a follower's state:
 		// a new primary that was its follower and got all of it continues from there (PSYNC2),
@@ -169,7 +174,7 @@ func (n *Node) promote(l *link) {
 // Start makes the node follow host:port from start-up, or, with host "", a primary.
 func (n *Node) Start(host string, port int) error {
 	if host != "" {
-		return n.ReplicaOf(host, port)
+		return n.follow(host, port, false)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
