@@ -111,3 +111,14 @@ func noArgs(c *cli.Context) error {
 	}
 	return nil
 }
+
+// flagsFirst refuses a flag after a positional argument: urfave/cli v2 stops parsing flags at
+// the first argument, so `promote data-2 --force` would take --force for a second NODE.
+func flagsFirst(command string, args []string) error {
+	for _, a := range args[min(1, len(args)):] {
+		if strings.HasPrefix(a, "-") {
+			return usageErrorf("%s: flag %s after an argument: put the flags before it (lavikctl %s [flags] %s)", command, a, command, args[0])
+		}
+	}
+	return nil
+}

@@ -12,7 +12,7 @@ import (
 
 // metaCommand is `lavikctl meta add|remove|list`: lavik-meta's own raft membership.
 func metaCommand(stdout, stderr io.Writer) *cli.Command {
-	return &cli.Command{
+	return withGlobals(&cli.Command{
 		Name:  "meta",
 		Usage: "list, add and remove lavik-meta members (needs --meta)",
 		Subcommands: []*cli.Command{
@@ -101,7 +101,7 @@ func metaCommand(stdout, stderr io.Writer) *cli.Command {
 			withGlobals(&cli.Command{
 				Name:        "remove",
 				Usage:       "remove a lavik-meta member by id (a raft configuration change)",
-				UsageText:   "lavikctl --meta host:port meta remove ID",
+				UsageText:   "lavikctl --meta host:port meta remove [--json] ID",
 				Description: "Calls Meta.RemoveMember. With --json: {\"members\": [...]} (fields as in meta list).",
 				Action: func(c *cli.Context) error {
 					g, m, err := metaSetup(c, "meta remove", stderr)
@@ -131,7 +131,7 @@ func metaCommand(stdout, stderr io.Writer) *cli.Command {
 				},
 			}),
 		},
-	}
+	})
 }
 
 // metaSetup parses the global flags of a command that needs meta and returns its client.
@@ -163,6 +163,9 @@ func parseAddMember(name, peer, client string) (*metav1.AddMemberRequest, error)
 }
 
 func parseMemberID(args []string) (uint64, error) {
+	if err := flagsFirst("meta remove", args); err != nil {
+		return 0, err
+	}
 	if len(args) != 1 {
 		return 0, usageErrorf("meta remove takes one member id (see lavikctl meta list), got %d arguments", len(args))
 	}

@@ -100,6 +100,11 @@ func (m *metaClient) callAt(ctx context.Context, addr, what string, timeout time
 		}
 	}
 	reached = c.lastDialErr() == nil
+	if st.Code() == codes.DeadlineExceeded && cctx.Err() == nil {
+		// Meta's own answer, not our deadline: Promote's target did not catch up in time, and
+		// nothing changed.
+		return true, &exitError{code: exitTimeout, err: fmt.Errorf("lavik-meta member %s: %s: DEADLINE_EXCEEDED: %s", addr, what, st.Message())}
+	}
 	ee := c.callError(what, timeout, err)
 	if st.Code() == codes.DeadlineExceeded && reached && isDecision(what) {
 		ee.err = fmt.Errorf("%w; whether meta decided it is unknown: check with lavikctl topology", ee.err)

@@ -27,8 +27,8 @@ With --json: {"shard_group", "primary_node_id", "epoch", "caught_up", "lag_bytes
 func promoteCommand(stdout, stderr io.Writer) *cli.Command {
 	return withGlobals(&cli.Command{
 		Name:        "promote",
-		Usage:       "make a follower the primary of its shard group (switchover or failover; needs --meta)",
-		UsageText:   "lavikctl --meta host:port promote [NODE] [--shard-group G] [--catch-up-timeout 10s] [--force] [--expected-epoch N]",
+		Usage:       "make a follower the primary of its shard group (switchover or failover; needs --meta); flags before NODE",
+		UsageText:   "lavikctl --meta host:port promote [--shard-group G] [--catch-up-timeout 10s] [--force] [--expected-epoch N] [NODE]",
 		Description: promoteHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "shard-group", Usage: "the shard group (default: NODE's, from meta's topology)"},
@@ -82,6 +82,9 @@ func promoteCommand(stdout, stderr io.Writer) *cli.Command {
 
 // parsePromote checks promote's arguments: NODE or --shard-group, or both.
 func parsePromote(args []string, group string, catchUp time.Duration, force bool, epoch uint64) (*metav1.PromoteRequest, error) {
+	if err := flagsFirst("promote", args); err != nil {
+		return nil, err
+	}
 	if len(args) > 1 {
 		return nil, usageErrorf("promote takes at most one NODE, got %q", args)
 	}
