@@ -10,7 +10,7 @@ DATA_DIR  ?= ./data
 FUZZTIME  ?= 100000x
 GOFLAGS   ?=
 
-BINARIES := lavik-data lavik-bench
+BINARIES := lavik-data lavik-bench lavikctl
 # The concurrent packages, tested again under the race detector; the storage packages, tested
 # again with their costly self-checks (the invariants build tag).
 RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server ./services/data/repl
@@ -31,6 +31,8 @@ build: ## build every binary into bin/
 	$(GO) build $(GOFLAGS) -o $(BIN)/lavik-data ./services/data/cmd/lavik-data
 	@if [ -d tools/lavik-bench ] && ls tools/lavik-bench/*.go >/dev/null 2>&1; then \
 		$(GO) build $(GOFLAGS) -o $(BIN)/lavik-bench ./tools/lavik-bench; fi
+	@if [ -d tools/lavikctl ] && ls tools/lavikctl/*.go >/dev/null 2>&1; then \
+		$(GO) build $(GOFLAGS) -o $(BIN)/lavikctl ./tools/lavikctl; fi
 
 .PHONY: run
 run: build ## build and start a standalone lavik-data on $(PORT) with data in $(DATA_DIR)
@@ -50,7 +52,7 @@ test: build vet fmt-check proto-check ## build and run the whole test suite (uni
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeZSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeStream$$' -fuzztime=$(FUZZTIME) ./services/data/commands
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: ## unit tests only (fast)
@@ -58,7 +60,7 @@ test-unit: ## unit tests only (fast)
 
 .PHONY: test-e2e
 test-e2e: build ## end-to-end tests against the real binaries
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-redis
 test-redis: ## run the end-to-end suite against redis-server (the reference behaviour)
@@ -66,7 +68,7 @@ test-redis: ## run the end-to-end suite against redis-server (the reference beha
 
 .PHONY: soak
 soak: build ## long randomized model test across restarts
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
 
 # The comparison in one run: the disk's random-read ceiling first (a 2 GiB file under
 # BENCH_WORKDIR), then both servers loaded with 1M keys x 1 KiB and every key overwritten twice
