@@ -490,3 +490,39 @@ func TestReplayLaterRecordWins(t *testing.T) {
 		t.Fatalf("gap: %v", err)
 	}
 }
+
+// TestSyncFailureStopsNode fails the WAL's fsync: the node must stop with that error (Propose,
+// Err and Stop report it) instead of acknowledging what is not durable.
+func TestSyncFailureStopsNode(t *testing.T) {
+	injected := errors.New("injected sync failure")
+	toggle := vfs.NewToggle(injected, vfs.OpSync)
+	c := newCluster(t, 1)
+	c.fs[1], c.sms[1] = vfs.NewMem(), newTestSM()
+	cfg := c.config(1, false)
+	cfg.FS = vfs.NewErrorFS(c.fs[1], toggle)
+	n, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[1] = n
+	c.net.add(n)
+	c.proposeAll(values("e", 0, 3))
+
+	toggle.Enable()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Propose(ctx, []byte("lost")); !errors.Is(err, injected) || !errors.Is(err, ErrStopped) {
+		t.Fatalf("Propose with failing sync: %v, want ErrStopped wrapping the sync error", err)
+	}
+	if err := n.Err(); !errors.Is(err, injected) {
+		t.Fatalf("Err() = %v", err)
+	}
+	c.net.remove(1)
+	delete(c.nodes, 1)
+	if err := n.Stop(); !errors.Is(err, injected) {
+		t.Fatalf("Stop() = %v, want the sync error", err)
+	}
+	if got, _ := c.sms[1].state(); slices.Contains(got, "lost") {
+		t.Fatal("an entry whose WAL sync failed was applied")
+	}
+}
