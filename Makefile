@@ -13,7 +13,7 @@ GOFLAGS   ?=
 BINARIES := lavik-data lavik-bench lavikctl
 # The concurrent packages, tested again under the race detector; the storage packages, tested
 # again with their costly self-checks (the invariants build tag).
-RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server ./services/data/repl
+RACE_PKGS      := ./services/data/vlog ./services/data/keyspace ./services/data/server ./services/data/repl ./services/meta/...
 INVARIANT_PKGS := ./services/data/vlog ./services/data/keyspace
 
 .DEFAULT_GOAL := help
@@ -29,6 +29,7 @@ help: ## list the targets
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/lavik-data ./services/data/cmd/lavik-data
+	$(GO) build $(GOFLAGS) -o $(BIN)/lavik-meta ./services/meta/cmd/lavik-meta
 	@if [ -d tools/lavik-bench ] && ls tools/lavik-bench/*.go >/dev/null 2>&1; then \
 		$(GO) build $(GOFLAGS) -o $(BIN)/lavik-bench ./tools/lavik-bench; fi
 	@if [ -d tools/lavikctl ] && ls tools/lavikctl/*.go >/dev/null 2>&1; then \

@@ -1,0 +1,253 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/lavikdb/lavik/pkg/vfs"
+	metav1 "github.com/lavikdb/lavik/proto/lavik/meta/v1"
+	"github.com/lavikdb/lavik/services/meta/failover"
+	"github.com/lavikdb/lavik/services/meta/fsm"
+	"github.com/lavikdb/lavik/services/meta/raftnode"
+)
+
+// Config configures a lavik-meta member.
+type Config struct {
+	ID   uint64
+	Name string
+	Dir  string
+	// ClientAddr serves Meta (data nodes, lavikctl); PeerAddr serves Raft (the other members).
+	// Port 0 picks a free one (see Member.ClientAddr, PeerAddr).
+	ClientAddr, PeerAddr string
+	// Peers are the founding members (this one included) when the group is new (Join false):
+	// the leader records them in the state machine, so that every member can name them.
+	Peers map[uint64]Peer
+	// Join: this member was added by AddMember and starts with an empty log.
+	Join     bool
+	Failover failover.Config
+	// TickInterval and ElectionTicks are raft's (see raftnode.Config).
+	TickInterval  time.Duration
+	ElectionTicks int
+	Logger        *slog.Logger
+}
+
+// Peer is a founding member's name and addresses.
+type Peer struct {
+	Name, PeerAddr, ClientAddr string
+}
+
+// Member is one running lavik-meta member.
+type Member struct {
+	cfg       Config
+	log       *slog.Logger
+	fsm       *fsm.FSM
+	node      *raftnode.Node
+	transport *Transport
+	grpcMeta  *grpc.Server
+	grpcPeer  *grpc.Server
+	clientLis net.Listener
+	peerLis   net.Listener
+	start     time.Time
+
+	// auth is the leader's authority, nil while this member does not lead; authMu guards it
+	// and the calls into it.
+	authMu sync.Mutex
+	auth   *failover.Authority
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Start starts a member: its state machine, raft node, gRPC servers and leader loop.
+func Start(cfg Config) (*Member, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Failover == (failover.Config{}) {
+		cfg.Failover = failover.DefaultConfig
+	}
+	m := &Member{cfg: cfg, log: cfg.Logger.With("member", cfg.ID), start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	if err = vfs.Default.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	if m.fsm, err = fsm.Open(filepath.Join(cfg.Dir, "state.db"), fsm.Options{LockTimeout: 5 * time.Second}); err != nil {
+		return nil, err
+	}
+	if m.clientLis, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
+		m.fsm.Close()
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	if m.peerLis, err = net.Listen("tcp", cfg.PeerAddr); err != nil {
+		m.clientLis.Close()
+		m.fsm.Close()
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	m.transport = NewTransport(m.log)
+	var peers []uint64
+	for id, p := range cfg.Peers {
+		peers = append(peers, id)
+		if id != cfg.ID {
+			m.transport.SetPeer(id, p.PeerAddr)
+		}
+	}
+	m.syncPeers()
+	m.node, err = raftnode.Start(raftnode.Config{ID: cfg.ID, Peers: sortIDs(peers), Join: cfg.Join, FS: vfs.Default,
+		Dir: filepath.Join(cfg.Dir, "raft"), SM: m.fsm, Transport: m.transport, Logger: m.log,
+		TickInterval: cfg.TickInterval, ElectionTicks: cfg.ElectionTicks})
+	if err != nil {
+		m.clientLis.Close()
+		m.peerLis.Close()
+		m.fsm.Close()
+		return nil, err
+	}
+	m.transport.SetNode(m.node)
+	m.grpcPeer = grpc.NewServer()
+	RegisterRaft(m.grpcPeer, m.transport)
+	go m.grpcPeer.Serve(m.peerLis)
+	m.grpcMeta = grpc.NewServer()
+	metav1.RegisterMetaServer(m.grpcMeta, &metaServer{m: m})
+	go m.grpcMeta.Serve(m.clientLis)
+	go m.loop()
+	return m, nil
+}
+
+func sortIDs(ids []uint64) []uint64 {
+	for i := range ids {
+		for j := i + 1; j < len(ids); j++ {
+			if ids[j] < ids[i] {
+				ids[i], ids[j] = ids[j], ids[i]
+			}
+		}
+	}
+	return ids
+}
+
+// ClientAddr and PeerAddr are where the member listens.
+func (m *Member) ClientAddr() string { return m.clientLis.Addr().String() }
+func (m *Member) PeerAddr() string   { return m.peerLis.Addr().String() }
+
+// Status is the member's raft status.
+func (m *Member) Status() raftnode.Status { return m.node.Status() }
+
+// clock is the member's monotonic clock, as failover wants it.
+func (m *Member) clock() time.Duration { return time.Since(m.start) }
+
+// authority returns the leader's authority, or nil and the leader this member knows of.
+func (m *Member) authority() (*failover.Authority, uint64) {
+	st := m.node.Status()
+	m.authMu.Lock()
+	defer m.authMu.Unlock()
+	if st.Leader != m.cfg.ID {
+		m.auth = nil
+		return nil, st.Leader
+	}
+	if m.auth == nil {
+		m.auth = failover.New(m.cfg.Failover, m.clock())
+		m.log.Info("meta: leading; promotions wait out a lease", "lease", m.cfg.Failover.Lease)
+	}
+	return m.auth, st.Leader
+}
+
+// loop records the member itself once it leads (so its addresses are known), and, while it
+// leads, proposes the promotions the authority decides.
+func (m *Member) loop() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.Failover.HeartbeatInterval / 4)
+	defer t.Stop()
+	recorded := false
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		m.syncPeers()
+		auth, _ := m.authority()
+		if auth == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if !recorded {
+			if err := m.recordMembers(ctx); err == nil {
+				recorded = true
+			}
+		}
+		topo, err := m.fsm.Topology()
+		if err == nil {
+			m.authMu.Lock()
+			decisions := auth.Tick(m.clock(), topo)
+			m.authMu.Unlock()
+			for _, d := range decisions {
+				r, err := m.propose(ctx, d)
+				if err != nil {
+					m.log.Warn("meta: promotion refused", "group", d.ShardGroup, "node", d.NodeID, "err", err)
+					continue
+				}
+				m.log.Info("meta: promoted", "group", d.ShardGroup, "node", d.NodeID, "epoch", r.Epoch, "offset", d.ReplicationOffset)
+			}
+		}
+		cancel()
+	}
+}
+
+// syncPeers gives the transport every member the state machine knows (members added by
+// AddMember on another member, or recorded by an earlier leader).
+func (m *Member) syncPeers() {
+	known, err := m.fsm.Members()
+	if err != nil {
+		return
+	}
+	for _, x := range known {
+		if x.ID != m.cfg.ID {
+			m.transport.SetPeer(x.ID, x.PeerAddress)
+		}
+	}
+}
+
+// recordMembers records the founding members' names and addresses (this one's as it listens)
+// in the state machine, once: a known member is left as it is.
+func (m *Member) recordMembers(ctx context.Context) error {
+	known, err := m.fsm.Members()
+	if err != nil {
+		return err
+	}
+	have := map[uint64]bool{}
+	for _, x := range known {
+		have[x.ID] = true
+	}
+	if !have[m.cfg.ID] {
+		if _, err := m.propose(ctx, fsm.AddMember{ID: m.cfg.ID, Name: m.cfg.Name, PeerAddress: m.PeerAddr(), ClientAddress: m.ClientAddr()}); err != nil {
+			return err
+		}
+	}
+	for id, p := range m.cfg.Peers {
+		if id == m.cfg.ID || have[id] {
+			continue
+		}
+		if _, err := m.propose(ctx, fsm.AddMember{ID: id, Name: p.Name, PeerAddress: p.PeerAddr, ClientAddress: p.ClientAddr}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the member.
+func (m *Member) Close() error {
+	close(m.stop)
+	<-m.done
+	m.grpcMeta.Stop()
+	m.grpcPeer.Stop()
+	m.transport.Close()
+	err := m.node.Stop()
+	if cerr := m.fsm.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
