@@ -189,8 +189,16 @@ func (n *Node) Start(host string, port int) error {
 // followed, and if it follows one again its PSYNC must get a full resync, never continue a stream
 // its data no longer matches. n.mu is held.
 func (n *Node) forgetHistoryLocked() {
-	n.writeStateLocked(replState{replid: n.replid, offset: n.offset, db: -1})
+	// A history id no stream has: with the node's own, a restarted primary whose data went past
+	// the offset recorded here could continue its old history from here after a crash, applying
+	// twice what it wrote since. Only a clean step-down (ReplicaOf) records a usable state.
+	n.writeStateLocked(replState{replid: newReplID(), offset: n.offset, db: -1})
 }
+
+// Follow makes a node that has taken no write since it started follow host:port, keeping the
+// state it persisted (a restarted follower continues with a partial resync): lavik-meta's first
+// placement of a node. Any later change of role goes through ReplicaOf.
+func (n *Node) Follow(host string, port int) error { return n.follow(host, port, false) }
 
 // writeStateLocked records st as the node's replication state. n.mu is held.
 func (n *Node) writeStateLocked(st replState) {

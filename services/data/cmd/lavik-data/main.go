@@ -17,6 +17,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/metalink"
 	"github.com/lavikdb/lavik/services/data/repl"
 	"github.com/lavikdb/lavik/services/data/server"
 	"github.com/lavikdb/lavik/services/data/vlog"
@@ -178,7 +180,23 @@ func run(args []string) int {
 		Server:        srv,
 	})
 	srv.SetReplication(node)
-	if err := node.Start(cfg.Replicaof()); err != nil {
+	var ident *repl.Identity
+	var metaLink *metalink.Link
+	var adminAddr string
+	if cfg.Get("meta") != "" {
+		if host, _ := cfg.Replicaof(); host != "" {
+			log.Error("replicaof and meta are exclusive: under meta, meta decides whom a node follows")
+			srv.Close()
+			ks.Close()
+			return 1
+		}
+		if ident, err = repl.LoadIdentity(vfs.Default, cfg.Get("dir"), cfg.Get("node-id")); err != nil {
+			log.Error("cannot load the node's identity", "err", err)
+			srv.Close()
+			ks.Close()
+			return 1
+		}
+	} else if err := node.Start(cfg.Replicaof()); err != nil {
 		log.Error("cannot start replication", "err", err)
 	}
 	if p := cfg.Get("admin-port"); p != "" {
@@ -189,9 +207,19 @@ func run(args []string) int {
 			ks.Close()
 			return 1
 		}
-		g := admin.Serve(lis, admin.New(node, ks, nil, commands.Version))
+		g := admin.Serve(lis, admin.New(node, ks, ident, commands.Version))
 		defer g.Stop()
-		log.Info("admin API listening", "addr", lis.Addr().String())
+		adminAddr = lis.Addr().String()
+		log.Info("admin API listening", "addr", adminAddr)
+	}
+	if ident != nil {
+		dataAddr := cfg.Get("announce")
+		if dataAddr == "" {
+			dataAddr = srv.Addr().String()
+		}
+		metaLink = metalink.Start(metalink.Config{Meta: strings.Split(cfg.Get("meta"), ","), DataAddr: dataAddr, AdminAddr: adminAddr,
+			ShardGroup: cfg.Get("shard-group"), Version: commands.Version, Logger: log}, node, ident)
+		log.Info("under meta", "node", ident.NodeID(), "group", cfg.Get("shard-group"), "meta", cfg.Get("meta"))
 	}
 	log.Info("ready to accept connections", "addr", srv.Addr().String(), "version", commands.Version)
 
@@ -208,6 +236,9 @@ func run(args []string) int {
 	case err := <-serveErr:
 		log.Error("server stopped", "err", err)
 		code = 1
+	}
+	if metaLink != nil {
+		metaLink.Close()
 	}
 	srv.Close()
 	node.Close()

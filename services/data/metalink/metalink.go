@@ -1,0 +1,259 @@
+// Package metalink is a data node's link to lavik-meta: it registers the node, heartbeats, and
+// does what the answers say: take the role meta assigns (primary, or follower of the primary it
+// names), adopt the epoch (persisted before anything is done under it), and take writes only
+// under the lease each answer grants, counted from when the heartbeat was sent. A node that
+// cannot reach meta gets no lease renewal, so it stops taking writes when its lease runs out:
+// that, and meta waiting out the lease before it promotes anyone, is what keeps two primaries
+// from taking writes at once.
+package metalink
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	commonv1 "github.com/lavikdb/lavik/proto/lavik/common/v1"
+	metav1 "github.com/lavikdb/lavik/proto/lavik/meta/v1"
+	"github.com/lavikdb/lavik/services/data/repl"
+)
+
+// Config configures the link.
+type Config struct {
+	// Meta are the client addresses of lavik-meta members (any of them; the leader is found).
+	Meta []string
+	// DataAddr is the address clients and followers dial for this node's RESP port;
+	// AdminAddr its admin API's ("" when none).
+	DataAddr, AdminAddr string
+	ShardGroup          string
+	Version             string
+	Logger              *slog.Logger
+}
+
+// Link is a running link to meta.
+type Link struct {
+	cfg   Config
+	node  *repl.Node
+	ident *repl.Identity
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn
+	leader string // the member to ask first
+	// placed: meta has given the node a role since it started. Until then the node has taken
+	// no write, so a follower keeps its persisted replication state (a partial resync after a
+	// restart), and a primary starts a history of its own before its first lease.
+	placed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start registers the node (retrying until meta answers) in the background and heartbeats. The
+// node takes no writes until meta grants it a lease.
+func Start(cfg Config, node *repl.Node, ident *repl.Identity) *Link {
+	l := &Link{cfg: cfg, node: node, ident: ident, log: cfg.Logger, conns: map[string]*grpc.ClientConn{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	node.RequireLease(true)
+	go l.run()
+	return l
+}
+
+// Close stops heartbeating (the lease then runs out).
+func (l *Link) Close() {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+}
+
+func (l *Link) conn(addr string) (*grpc.ClientConn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.conns[addr]; c != nil {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err == nil {
+		l.conns[addr] = c
+	}
+	return c, err
+}
+
+// call runs fn against the leader, trying the members and following NotLeader details.
+func (l *Link) call(ctx context.Context, fn func(metav1.MetaClient) error) error {
+	l.mu.Lock()
+	order := []string{}
+	if l.leader != "" {
+		order = append(order, l.leader)
+	}
+	order = append(order, l.cfg.Meta...)
+	l.mu.Unlock()
+	var last error
+	for i := 0; i < len(order) && i < 8; i++ {
+		addr := order[i]
+		c, err := l.conn(addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		err = fn(metav1.NewMetaClient(c))
+		if err == nil {
+			l.mu.Lock()
+			l.leader = addr
+			l.mu.Unlock()
+			return nil
+		}
+		last = err
+		st, _ := status.FromError(err)
+		if st.Code() != codes.Unavailable && st.Code() != codes.DeadlineExceeded {
+			return err
+		}
+		for _, d := range st.Details() {
+			if nl, ok := d.(*metav1.NotLeader); ok && nl.LeaderAddress != "" && nl.LeaderAddress != addr {
+				order = append(order[:i+1], append([]string{nl.LeaderAddress}, order[i+1:]...)...)
+			}
+		}
+	}
+	return last
+}
+
+func (l *Link) run() {
+	defer close(l.done)
+	interval := 100 * time.Millisecond
+	registered := false
+	for {
+		if !registered {
+			var err error
+			if interval, err = l.register(); err == nil {
+				registered = true
+			} else {
+				l.log.Warn("meta: cannot register; retrying", "err", err)
+			}
+		}
+		if registered {
+			err := l.heartbeat(&interval)
+			if status.Code(err) == codes.NotFound {
+				registered = false
+			} else if err != nil {
+				l.log.Debug("meta: heartbeat failed", "err", err)
+			}
+		}
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (l *Link) register() (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var resp *metav1.RegisterNodeResponse
+	err := l.call(ctx, func(c metav1.MetaClient) error {
+		var err error
+		resp, err = c.RegisterNode(ctx, &metav1.RegisterNodeRequest{NodeId: l.ident.NodeID(), DataAddress: l.cfg.DataAddr,
+			AdminAddress: l.cfg.AdminAddr, ShardGroup: l.cfg.ShardGroup, Epoch: l.ident.Epoch(), Version: l.cfg.Version})
+		return err
+	})
+	if err != nil {
+		return 100 * time.Millisecond, err
+	}
+	l.log.Info("meta: registered", "node", l.ident.NodeID(), "group", l.cfg.ShardGroup, "role", resp.AssignedRole.String(), "epoch", resp.Epoch)
+	return max(time.Duration(resp.HeartbeatIntervalMs)*time.Millisecond, 10*time.Millisecond), nil
+}
+
+// heartbeat sends one heartbeat and acts on the answer.
+func (l *Link) heartbeat(interval *time.Duration) error {
+	st := l.node.Status()
+	req := &metav1.HeartbeatRequest{NodeId: l.ident.NodeID(), Epoch: l.ident.Epoch(), ReplicationId: st.ReplID,
+		ReplicationOffset: uint64(max(st.Offset, 0)), Health: metav1.Health_HEALTH_OK, Role: commonv1.Role_ROLE_PRIMARY}
+	if st.Follower {
+		req.Role = commonv1.Role_ROLE_FOLLOWER
+		if st.SyncInProgress {
+			// Its data is incomplete: not to be promoted. (A link that broke leaves complete
+			// data at some offset: the primary may be what died.)
+			req.Health, req.HealthDetail = metav1.Health_HEALTH_SYNCING, "full resync in progress"
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	sent := l.node.LeaseClock()
+	var resp *metav1.HeartbeatResponse
+	err := l.call(ctx, func(c metav1.MetaClient) error {
+		var err error
+		resp, err = c.Heartbeat(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if resp.HeartbeatIntervalMs > 0 {
+		*interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
+	}
+	if resp.Epoch < l.ident.Epoch() {
+		// Meta's state is older than what this node has seen: do nothing it says.
+		l.log.Error("meta answered with an older epoch than this node has seen; ignoring it", "meta_epoch", resp.Epoch, "seen", l.ident.Epoch())
+		l.node.RevokeLease()
+		return errors.New("metalink: stale epoch")
+	}
+	// The epoch is durable before anything is done under it.
+	if err := l.ident.SeeEpoch(resp.Epoch); err != nil {
+		l.node.RevokeLease()
+		return err
+	}
+	switch resp.AssignedRole {
+	case commonv1.Role_ROLE_PRIMARY:
+		switch {
+		case !l.placed:
+			if err := l.node.Start("", 0); err != nil {
+				return err
+			}
+			l.placed = true
+			l.log.Info("meta: primary", "epoch", resp.Epoch)
+		case st.Follower:
+			l.log.Info("meta: promoted to primary", "epoch", resp.Epoch)
+			if err := l.node.ReplicaOf("", 0); err != nil {
+				return err
+			}
+		}
+		if resp.LeaseDurationMs > 0 {
+			l.node.GrantLease(sent, time.Duration(resp.LeaseDurationMs)*time.Millisecond, resp.Epoch)
+		} else {
+			l.node.RevokeLease()
+		}
+	case commonv1.Role_ROLE_FOLLOWER:
+		l.node.RevokeLease()
+		host, portStr, err := net.SplitHostPort(resp.PrimaryAddress)
+		port, _ := strconv.Atoi(portStr)
+		if err != nil || port == 0 {
+			return nil // no primary yet
+		}
+		if !st.Follower || st.PrimaryAddr != net.JoinHostPort(host, portStr) {
+			l.log.Info("meta: following", "primary", resp.PrimaryNodeId, "addr", resp.PrimaryAddress, "epoch", resp.Epoch)
+			follow := l.node.ReplicaOf
+			if !l.placed {
+				follow = l.node.Follow
+			}
+			if err := follow(host, port); err != nil {
+				return err
+			}
+			l.placed = true
+		}
+	default:
+		l.node.RevokeLease()
+	}
+	return nil
+}
