@@ -53,7 +53,7 @@ test: build vet fmt-check proto-check ## build and run the whole test suite (uni
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeZSet$$' -fuzztime=$(FUZZTIME) ./services/data/commands
 	$(GO) test $(GOFLAGS) -run='^$$' -fuzz='^FuzzDecodeStream$$' -fuzztime=$(FUZZTIME) ./services/data/commands
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_META_BIN=$(CURDIR)/$(BIN)/lavik-meta LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-unit
 test-unit: ## unit tests only (fast)
@@ -61,7 +61,7 @@ test-unit: ## unit tests only (fast)
 
 .PHONY: test-e2e
 test-e2e: build ## end-to-end tests against the real binaries
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_META_BIN=$(CURDIR)/$(BIN)/lavik-meta LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl $(GO) test $(GOFLAGS) -count=1 -timeout 30m ./...
 
 .PHONY: test-redis
 test-redis: ## run the end-to-end suite against redis-server (the reference behaviour)
@@ -69,7 +69,7 @@ test-redis: ## run the end-to-end suite against redis-server (the reference beha
 
 .PHONY: soak
 soak: build ## long randomized model test across restarts
-	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
+	cd test && LAVIK_DATA_BIN=$(CURDIR)/$(BIN)/lavik-data LAVIK_META_BIN=$(CURDIR)/$(BIN)/lavik-meta LAVIK_CTL_BIN=$(CURDIR)/$(BIN)/lavikctl LAVIK_MODEL_OPS=500000 $(GO) test -count=1 -timeout 2h -run 'Model|Kill9' ./...
 
 # The comparison in one run: the disk's random-read ceiling first (a 2 GiB file under
 # BENCH_WORKDIR), then both servers loaded with 1M keys x 1 KiB and every key overwritten twice
