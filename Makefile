@@ -40,6 +40,14 @@ run: build ## build and start a standalone lavik-data on $(PORT) with data in $(
 	@echo "lavik-data: listening on 127.0.0.1:$(PORT), data in $(DATA_DIR); try: redis-cli -p $(PORT)"
 	$(BIN)/lavik-data --port $(PORT) --dir $(DATA_DIR)
 
+.PHONY: cluster
+cluster: build ## start the reference topology on loopback: two data nodes, two meta members beside them, one meta-only member
+	@deploy/local-cluster.sh start
+
+.PHONY: cluster-stop
+cluster-stop: ## stop what make cluster started
+	@deploy/local-cluster.sh stop
+
 .PHONY: test
 test: build vet fmt-check proto-check ## build and run the whole test suite (unit, fuzz smoke, end-to-end)
 	$(GO) test $(GOFLAGS) -count=1 -timeout 20m ./...

@@ -56,8 +56,11 @@ func (s *Server) Status(ctx context.Context, _ *datav1.StatusRequest) (*datav1.S
 	switch {
 	case st.Follower:
 		r.Role = commonv1.Role_ROLE_FOLLOWER
-	case s.ident != nil:
+	case s.ident != nil && r.Writable:
 		r.Role = commonv1.Role_ROLE_PRIMARY
+	case s.ident != nil:
+		// Under meta, not placed yet or without a lease: it serves no writes.
+		r.Role = commonv1.Role_ROLE_UNSPECIFIED
 	default:
 		r.Role = commonv1.Role_ROLE_STANDALONE
 	}
