@@ -18,7 +18,7 @@ start() {
 	done
 	for i in 1 2 3; do
 		"$BIN/lavik-meta" --id "$i" --dir "$DIR/meta-$i" --listen "127.0.0.1:748$i" --peer-listen "127.0.0.1:749$i" \
-			--peers "$META_PEERS" </dev/null >"$DIR/meta-$i.log" 2>&1 &
+			--sentinel-listen "127.0.0.1:2638$i" --peers "$META_PEERS" </dev/null >"$DIR/meta-$i.log" 2>&1 &
 		echo $! >"$DIR/meta-$i.pid"
 	done
 	for i in 1 2; do
@@ -38,6 +38,8 @@ cluster: running, data and logs in $DIR
   data nodes (RESP): 127.0.0.1:6381 (data-1), 127.0.0.1:6382 (data-2); one is primary, the other follows it
     redis-cli -p 6381 role
   lavik-meta members (gRPC): $META  (meta-3 is the meta-only voter)
+  Sentinel ports for clients (master name "default"): 127.0.0.1:26381, 26382, 26383
+    redis-cli -p 26381 sentinel get-master-addr-by-name default
     $BIN/lavikctl --meta $META status --data 127.0.0.1:7381,127.0.0.1:7382
     $BIN/lavikctl --meta $META topology
   try a failover: kill -9 \$(cat $DIR/data-1.pid), then redis-cli -p 6382 role

@@ -50,20 +50,21 @@ func metaFreeAddr(t *testing.T) string {
 
 // metaMember is one lavik-meta process.
 type metaMember struct {
-	id           int
-	client, peer string
-	dir          string
-	cmd          *exec.Cmd
-	exited       chan struct{}
-	mu           sync.Mutex
-	log          strings.Builder
-	peers        string
-	t            *testing.T
+	id                     int
+	client, peer, sentinel string
+	dir                    string
+	cmd                    *exec.Cmd
+	exited                 chan struct{}
+	mu                     sync.Mutex
+	log                    strings.Builder
+	peers                  string
+	t                      *testing.T
 }
 
 func (m *metaMember) start() {
 	t := m.t
-	m.cmd = exec.Command(metaBinary(t), "--id", fmt.Sprint(m.id), "--dir", m.dir, "--listen", m.client, "--peer-listen", m.peer, "--peers", m.peers)
+	m.cmd = exec.Command(metaBinary(t), "--id", fmt.Sprint(m.id), "--dir", m.dir, "--listen", m.client, "--peer-listen", m.peer,
+		"--sentinel-listen", m.sentinel, "--peers", m.peers)
 	pr, pw := io.Pipe()
 	m.cmd.Stdout, m.cmd.Stderr = pw, pw
 	if err := m.cmd.Start(); err != nil {
@@ -111,7 +112,7 @@ func startMeta(t *testing.T) []*metaMember {
 	var ms []*metaMember
 	var peers []string
 	for id := 1; id <= 3; id++ {
-		m := &metaMember{id: id, client: metaFreeAddr(t), peer: metaFreeAddr(t), dir: t.TempDir(), t: t}
+		m := &metaMember{id: id, client: metaFreeAddr(t), peer: metaFreeAddr(t), sentinel: metaFreeAddr(t), dir: t.TempDir(), t: t}
 		ms = append(ms, m)
 		peers = append(peers, fmt.Sprintf("%d=meta-%d@%s@%s", id, id, m.peer, m.client))
 	}
@@ -180,6 +181,21 @@ func TestMetaFailover(t *testing.T) {
 	if err := fc.Set(ctx, "x", "1", 0).Err(); err == nil || !strings.Contains(err.Error(), "READONLY") {
 		t.Fatalf("a write on the follower: %v, want READONLY", err)
 	}
+	// A client that finds the primary through Sentinel: lavik-meta's Sentinel port.
+	var sentinels []string
+	for _, m := range ms {
+		sentinels = append(sentinels, m.sentinel)
+	}
+	fo := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "g", SentinelAddrs: sentinels,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	defer fo.Close()
+	if err := fo.Set(ctx, "via-sentinel", "1", 0).Err(); err != nil {
+		t.Fatalf("SET through the Sentinel-discovered primary: %v", err)
+	}
+	out, err := exec.Command("redis-cli", "-p", strings.Split(ms[0].sentinel, ":")[1], "SENTINEL", "get-master-addr-by-name", "g").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), strings.Split(p.Addr, ":")[1]) {
+		t.Fatalf("redis-cli SENTINEL get-master-addr-by-name g: %q, %v; want the primary %s", out, err, p.Addr)
+	}
 	// Writes acknowledged by WAIT 1.
 	var acked []string
 	for i := range 300 {
@@ -203,6 +219,13 @@ func TestMetaFailover(t *testing.T) {
 		return fc.Set(ctx, "after-failover", "1", 0).Err() == nil
 	})
 	t.Logf("the follower took writes %v after the primary's kill -9", time.Since(start).Round(time.Millisecond))
+	// The Sentinel client follows the failover with no change of code.
+	harness.Eventually(t, 20*time.Second, "the Sentinel client writing to the new primary", func() bool {
+		return fo.Set(ctx, "via-sentinel-after", "1", 0).Err() == nil
+	})
+	if v, err := fc.Get(ctx, "via-sentinel-after").Result(); err != nil || v != "1" {
+		t.Fatalf("the Sentinel client's write is not on the new primary: %q, %v", v, err)
+	}
 	for _, k := range acked {
 		if n, err := fc.Exists(ctx, k).Result(); err != nil || n != 1 {
 			t.Fatalf("acknowledged %s lost in the failover (%d, %v)", k, n, err)

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
 	metav1 "github.com/lavikdb/lavik/proto/lavik/meta/v1"
 	"github.com/lavikdb/lavik/services/meta/failover"
 	"github.com/lavikdb/lavik/services/meta/fsm"
 	"github.com/lavikdb/lavik/services/meta/raftnode"
+	"github.com/lavikdb/lavik/services/meta/sentinel"
 )
 
 // Config configures a lavik-meta member.
@@ -23,9 +25,10 @@ type Config struct {
 	ID   uint64
 	Name string
 	Dir  string
-	// ClientAddr serves Meta (data nodes, lavikctl); PeerAddr serves Raft (the other members).
-	// Port 0 picks a free one (see Member.ClientAddr, PeerAddr).
-	ClientAddr, PeerAddr string
+	// ClientAddr serves Meta (data nodes, lavikctl); PeerAddr serves Raft (the other members);
+	// SentinelAddr, when set, the Redis Sentinel commands clients use (package sentinel).
+	// Port 0 picks a free one (see Member.ClientAddr, PeerAddr, SentinelAddr).
+	ClientAddr, PeerAddr, SentinelAddr string
 	// Peers are the founding members (this one included) when the group is new (Join false):
 	// the leader records them in the state machine, so that every member can name them.
 	Peers map[uint64]Peer
@@ -52,6 +55,7 @@ type Member struct {
 	transport *Transport
 	grpcMeta  *grpc.Server
 	grpcPeer  *grpc.Server
+	sentinel  *sentinel.Server
 	clientLis net.Listener
 	peerLis   net.Listener
 	start     time.Time
@@ -114,8 +118,59 @@ func Start(cfg Config) (*Member, error) {
 	m.grpcMeta = grpc.NewServer()
 	metav1.RegisterMetaServer(m.grpcMeta, &metaServer{m: m})
 	go m.grpcMeta.Serve(m.clientLis)
+	if cfg.SentinelAddr != "" {
+		if m.sentinel, err = sentinel.Serve(cfg.SentinelAddr, sentinelSource{m}, m.log); err != nil {
+			m.grpcMeta.Stop()
+			m.grpcPeer.Stop()
+			m.node.Stop()
+			m.fsm.Close()
+			return nil, err
+		}
+	}
 	go m.loop()
 	return m, nil
+}
+
+// SentinelAddr is where the Sentinel port listens ("" when none).
+func (m *Member) SentinelAddr() string {
+	if m.sentinel == nil {
+		return ""
+	}
+	return m.sentinel.Addr()
+}
+
+// sentinelSource gives the Sentinel port the member's state.
+type sentinelSource struct{ m *Member }
+
+func (s sentinelSource) Topology() (fsm.Topology, error) { return s.m.fsm.Topology() }
+func (s sentinelSource) Members() ([]fsm.Member, error)  { return s.m.fsm.Members() }
+func (s sentinelSource) ID() uint64                      { return s.m.cfg.ID }
+
+// Failover is SENTINEL FAILOVER: a switchover to the best follower, asked of the leader.
+func (s sentinelSource) Failover(ctx context.Context, group string) error {
+	req := &metav1.PromoteRequest{ShardGroup: group, CatchUpTimeoutMs: 5000}
+	if auth, leader := s.m.authority(); auth == nil {
+		addr := ""
+		if mem, err := s.m.fsm.Members(); err == nil {
+			for _, x := range mem {
+				if x.ID == leader {
+					addr = x.ClientAddress
+				}
+			}
+		}
+		if addr == "" {
+			return fmt.Errorf("no meta leader now; retry")
+		}
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		_, err = metav1.NewMetaClient(cc).Promote(ctx, req)
+		return err
+	}
+	_, err := s.m.switchover(ctx, req)
+	return err
 }
 
 func sortIDs(ids []uint64) []uint64 {
@@ -242,6 +297,9 @@ func (m *Member) recordMembers(ctx context.Context) error {
 func (m *Member) Close() error {
 	close(m.stop)
 	<-m.done
+	if m.sentinel != nil {
+		m.sentinel.Close()
+	}
 	m.grpcMeta.Stop()
 	m.grpcPeer.Stop()
 	m.transport.Close()

@@ -30,6 +30,7 @@ func run(args []string) int {
 	dir := fs.String("dir", "./meta-data", "directory of the member's raft log, snapshots and state")
 	listen := fs.String("listen", "127.0.0.1:7480", "address of the Meta gRPC service (data nodes, lavikctl)")
 	peerListen := fs.String("peer-listen", "127.0.0.1:7481", "address of the Raft gRPC service (the other members)")
+	sentinelListen := fs.String("sentinel-listen", "", "address of the Redis Sentinel port (SENTINEL get-master-addr-by-name, +switch-master, ...) for clients that find the primary through Sentinel; empty serves none")
 	peers := fs.String("peers", "", "the founding members, id=name@peer-address@client-address,...; this member among them (ignored once the group exists)")
 	join := fs.Bool("join", false, "this member was added with `lavikctl meta add` and starts with an empty log")
 	hb := fs.Duration("heartbeat", failover.DefaultConfig.HeartbeatInterval, "how often data nodes heartbeat")
@@ -63,13 +64,13 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	m, err := api.Start(api.Config{ID: *id, Name: *name, Dir: *dir, ClientAddr: *listen, PeerAddr: *peerListen, Peers: founding,
+	m, err := api.Start(api.Config{ID: *id, Name: *name, Dir: *dir, ClientAddr: *listen, PeerAddr: *peerListen, SentinelAddr: *sentinelListen, Peers: founding,
 		Join: *join, Failover: cfg, TickInterval: *tick, ElectionTicks: 10, Logger: log})
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	log.Info("lavik-meta member running", "id", *id, "name", *name, "listen", m.ClientAddr(), "peer_listen", m.PeerAddr())
+	log.Info("lavik-meta member running", "id", *id, "name", *name, "listen", m.ClientAddr(), "peer_listen", m.PeerAddr(), "sentinel_listen", m.SentinelAddr())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	sig := <-sigs
