@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -205,7 +204,7 @@ func replconfCmd(c *Ctx) {
 }
 
 // errNoHijack is a connection that cannot be handed to replication.
-var errNoHijack = errors.New("ERR this connection cannot serve a replication stream")
+const errNoHijack Error = "ERR this connection cannot serve a replication stream"
 
 func syncCmd(c *Ctx) {
 	if c.Repl.Follower() {
@@ -214,7 +213,7 @@ func syncCmd(c *Ctx) {
 		return
 	}
 	if c.Client.Hijack == nil {
-		c.Err(Error(errNoHijack.Error()))
+		c.Err(errNoHijack)
 		return
 	}
 	args := make([][]byte, len(c.Args))

@@ -102,8 +102,11 @@ func (ks *Keyspace) changedLocked(se *Session, now int64, shards ...*shard) {
 		}
 		return
 	}
-	c := Change{Now: now, Effects: se.effects, shards: shards}
-	se.lastChange = (*p).Change(&c)
+	// The session's own Change: the sink gets a pointer, which would otherwise move a new one
+	// to the heap on every write.
+	se.change = Change{Now: now, Effects: se.effects, shards: shards}
+	se.lastChange = (*p).Change(&se.change)
+	se.change = Change{}
 	se.DropEffects()
 }
 

@@ -664,6 +664,7 @@ type Session struct {
 	clock      int64
 	cmdClock   int64
 	lastChange int64
+	change     Change // changedLocked's, reused
 }
 
 // NewSession returns a session for one connection.

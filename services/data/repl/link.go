@@ -78,25 +78,24 @@ func loadState(ks *keyspace.Keyspace) (replState, bool) {
 }
 
 type link struct {
-	n          *Node
-	host       string
-	port       int
-	ctx        context.Context
-	cancel     context.CancelFunc
-	done       chan struct{}
-	state      atomic.Int32
-	lastIO     atomic.Int64 // unix ms of the last bytes from the primary
-	downAt     atomic.Int64 // unix ms the link went down
-	read       atomic.Int64 // stream offset read
-	applied    atomic.Int64 // stream offset applied and durable
-	syncBytes  atomic.Int64
-	syncKeys   atomic.Int64
-	mu         sync.Mutex
-	id         string // the primary's history id; guarded by mu
-	connMu     sync.Mutex
-	conn       net.Conn
-	ackPending atomic.Bool
-	ackKick    chan struct{}
+	n         *Node
+	host      string
+	port      int
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+	state     atomic.Int32
+	lastIO    atomic.Int64 // unix ms of the last bytes from the primary
+	downAt    atomic.Int64 // unix ms the link went down
+	read      atomic.Int64 // stream offset read
+	applied   atomic.Int64 // stream offset applied and durable
+	syncBytes atomic.Int64
+	syncKeys  atomic.Int64
+	mu        sync.Mutex
+	id        string // the primary's history id; guarded by mu
+	connMu    sync.Mutex
+	conn      net.Conn
+	ackKick   chan struct{}
 }
 
 func newLink(n *Node, host string, port int) *link {
@@ -522,7 +521,6 @@ func (a *applier) run(c unitCmd) {
 
 // ackNow asks the acker to acknowledge at once.
 func (l *link) ackNow() {
-	l.ackPending.Store(true)
 	select {
 	case l.ackKick <- struct{}{}:
 	default:
@@ -540,7 +538,6 @@ func (l *link) acker(conn net.Conn, done <-chan struct{}) {
 		case <-done:
 			return
 		}
-		l.ackPending.Store(false)
 		conn.SetWriteDeadline(time.Now().Add(l.n.opts.Timeout))
 		if _, err := conn.Write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(l.applied.Load(), 10))); err != nil {
 			conn.Close()

@@ -91,11 +91,7 @@ func newReplID() string {
 }
 
 // Follower implements commands.Replication.
-func (n *Node) Follower() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.link != nil
-}
+func (n *Node) Follower() bool { return n.following.Load() }
 
 // ReplicaOf implements commands.Replication.
 func (n *Node) ReplicaOf(host string, port int) error { return n.follow(host, port, true) }

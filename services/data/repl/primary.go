@@ -181,14 +181,12 @@ func (n *Node) sendSnapshot(f *followerLink, s *Stream, replid string, psync boo
 	bw := bufio.NewWriterSize(&deadlineWriter{c: f.conn, d: n.opts.Timeout}, 256<<10)
 	fmt.Fprintf(bw, "$EOF:%s\r\n", eof)
 	sw := newSnapWriter(bw)
-	var val []byte
 	err := sn.Each(func(db int, key []byte, v keyspace.Value, m keyspace.Meta) error {
 		b, err := v.Bytes()
 		if err != nil {
 			return err
 		}
-		val = b
-		return sw.key(db, m.Type, m.ExpireAt, key, val)
+		return sw.key(db, m.Type, m.ExpireAt, key, b)
 	})
 	if err == nil {
 		err = sw.end()

@@ -91,10 +91,7 @@ func (s *Stream) Change(c *keyspace.Change) int64 {
 	c.NoteDeps(s.deps)
 	s.buf = b
 	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.wake()
 	return end
 }
 
@@ -105,10 +102,7 @@ func (s *Stream) Append(args ...string) int64 {
 	s.buf = appendCommand(s.buf[:0], args...)
 	end := s.bl.Append(s.buf)
 	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.wake()
 	return end
 }
 
@@ -124,6 +118,11 @@ func (s *Stream) Ping() {
 	s.buf = appendCommand(b, "PING")
 	s.bl.Append(s.buf)
 	s.mu.Unlock()
+	s.wake()
+}
+
+// wake tells the shipper there are new bytes.
+func (s *Stream) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -190,10 +189,7 @@ func (s *Stream) ship() {
 			case <-s.stop:
 				return
 			}
-			select {
-			case s.kick <- struct{}{}:
-			default:
-			}
+			s.wake()
 			continue
 		}
 		failing = false

@@ -192,18 +192,7 @@ func (c *conn) failWrites() bool {
 			writes = append(writes, sp)
 		}
 	}
-	if len(writes) == 0 {
-		return true
-	}
-	out := append([]byte(nil), c.w.Bytes()...)
-	c.w.Truncate(0)
-	prev := 0
-	for _, sp := range writes {
-		c.w.Raw(out[prev:sp.from])
-		c.w.Error(string(commands.ErrLeaseLost))
-		prev = sp.to
-	}
-	c.w.Raw(out[prev:])
+	c.replaceReplies(writes, func(replySpan) string { return string(commands.ErrLeaseLost) })
 	return true
 }
 
@@ -405,12 +394,21 @@ func (c *conn) overOutputLimit(pending int64, now time.Time) bool {
 // replaceSpans rewrites the pending output with the durability error in place of every reply
 // that depended on the failed wait.
 func (c *conn) replaceSpans(err error) {
+	c.replaceReplies(c.spans, func(sp replySpan) string { return commands.DurabilityError(err, sp.write) })
+}
+
+// replaceReplies rewrites the pending output with the error msg gives in place of each of
+// spans (in output order).
+func (c *conn) replaceReplies(spans []replySpan, msg func(replySpan) string) {
+	if len(spans) == 0 {
+		return
+	}
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	prev := 0
-	for _, sp := range c.spans {
+	for _, sp := range spans {
 		c.w.Raw(out[prev:sp.from])
-		c.w.Error(commands.DurabilityError(err, sp.write))
+		c.w.Error(msg(sp))
 		prev = sp.to
 	}
 	c.w.Raw(out[prev:])

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,8 +102,9 @@ func Start(cfg Config) (*Member, error) {
 			m.transport.SetPeer(id, p.PeerAddr)
 		}
 	}
+	slices.Sort(peers) // every founding member gives raft the same list in the same order
 	m.syncPeers()
-	m.node, err = raftnode.Start(raftnode.Config{ID: cfg.ID, Peers: sortIDs(peers), Join: cfg.Join, FS: vfs.Default,
+	m.node, err = raftnode.Start(raftnode.Config{ID: cfg.ID, Peers: peers, Join: cfg.Join, FS: vfs.Default,
 		Dir: filepath.Join(cfg.Dir, "raft"), SM: m.fsm, Transport: m.transport, Logger: m.log,
 		TickInterval: cfg.TickInterval, ElectionTicks: cfg.ElectionTicks})
 	if err != nil {
@@ -171,17 +173,6 @@ func (s sentinelSource) Failover(ctx context.Context, group string) error {
 	}
 	_, err := s.m.switchover(ctx, req)
 	return err
-}
-
-func sortIDs(ids []uint64) []uint64 {
-	for i := range ids {
-		for j := i + 1; j < len(ids); j++ {
-			if ids[j] < ids[i] {
-				ids[i], ids[j] = ids[j], ids[i]
-			}
-		}
-	}
-	return ids
 }
 
 // ClientAddr and PeerAddr are where the member listens.

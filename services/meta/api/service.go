@@ -141,13 +141,14 @@ func (s *metaServer) GetTopology(ctx context.Context, req *metav1.GetTopologyReq
 		return nil, status.Errorf(codes.Internal, "meta: %v", err)
 	}
 	resp := &metav1.GetTopologyResponse{Version: t.Version, Linearizable: lin, AppliedIndex: s.m.fsm.Applied()}
+	auth, _ := s.m.authority()
 	for _, g := range t.Groups {
 		sg := &metav1.ShardGroup{Id: g.ID, Epoch: g.Epoch}
 		if g.PrimaryNode != nil {
-			sg.Primary = s.m.nodeInfo(*g.PrimaryNode)
+			sg.Primary = s.m.nodeInfo(auth, *g.PrimaryNode)
 		}
 		for _, f := range g.Followers {
-			sg.Followers = append(sg.Followers, s.m.nodeInfo(f))
+			sg.Followers = append(sg.Followers, s.m.nodeInfo(auth, f))
 		}
 		for _, r := range g.Slots {
 			sg.Slots = append(sg.Slots, &metav1.SlotRange{Start: r.Start, End: r.End})
@@ -157,11 +158,11 @@ func (s *metaServer) GetTopology(ctx context.Context, req *metav1.GetTopologyReq
 	return resp, nil
 }
 
-// nodeInfo is n with what the leader last heard from it (nothing on another member).
-func (m *Member) nodeInfo(n fsm.Node) *metav1.NodeInfo {
+// nodeInfo is n with what the leader's authority (nil on another member) last heard from it.
+func (m *Member) nodeInfo(auth *failover.Authority, n fsm.Node) *metav1.NodeInfo {
 	ni := &metav1.NodeInfo{NodeId: n.ID, DataAddress: n.DataAddress, AdminAddress: n.AdminAddress,
 		Role: commonv1.Role(n.Role), Version: n.Version}
-	if auth, _ := m.authority(); auth != nil {
+	if auth != nil {
 		m.authMu.Lock()
 		hb, at, ok := auth.Last(n.ID)
 		m.authMu.Unlock()
