@@ -249,6 +249,22 @@ func TestMetaFailover(t *testing.T) {
 	})
 	epochBefore := replInfo(t, fc, "replication")["master_replid"]
 	ms[lead].kill()
+	// The primary's lease runs out unless a new meta leader renews it: write for a few seconds
+	// and log the longest stretch of refused writes.
+	var pause, longest time.Duration
+	var failingSince time.Time
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if fc.Set(ctx, "after-meta-kill", "1", 0).Err() != nil {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			pause = time.Since(failingSince)
+			longest = max(longest, pause)
+		} else {
+			failingSince = time.Time{}
+		}
+	}
+	t.Logf("after the meta leader's kill -9 the primary refused writes for %v at the longest", longest.Round(time.Millisecond))
 	harness.Eventually(t, 20*time.Second, "writes on the primary after the meta leader's death", func() bool {
 		return fc.Set(ctx, "after-meta-kill", "1", 0).Err() == nil
 	})
