@@ -47,7 +47,8 @@ func (c *Change) NoteDeps(se *Session) {
 // ChangeSink receives the keyspace's changes in commit order.
 type ChangeSink interface {
 	// Change is called once per committed change with the locks of the shards it touched
-	// held; it must be quick and must not call into the keyspace. It returns the change's
+	// held, so changes of different shards come concurrently: it must be safe for that, quick,
+	// and must not call into the keyspace. It returns the change's
 	// position in the stream (the offset past it), which the session remembers (LastChange).
 	Change(c *Change) int64
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/lavikdb/lavik/pkg/testseed"
@@ -83,9 +84,9 @@ func TestSnapshotIsAnInstant(t *testing.T) {
 	}
 	// Some keys expire by the snapshot's instant.
 	clk.Advance(2000)
-	before := len(sink.changes)
+	before := sink.count()
 	var atChange int
-	sn := ks.Snapshot(func() { atChange = len(sink.changes) })
+	sn := ks.Snapshot(func() { atChange = sink.count() })
 	defer sn.Close()
 	want := map[string]string{}
 	// What the snapshot must hold is what reads see now.
@@ -138,10 +139,22 @@ type recordedChange struct {
 	effects []Effect
 }
 
-// recordingSink keeps copies of the changes it is given.
-type recordingSink struct{ changes []recordedChange }
+// recordingSink keeps copies of the changes it is given. Like any sink it is called for
+// changes of different shards at once (the active expiry and a reader, here).
+type recordingSink struct {
+	mu      sync.Mutex
+	changes []recordedChange
+}
+
+func (r *recordingSink) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.changes)
+}
 
 func (r *recordingSink) Change(c *Change) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	rc := recordedChange{now: c.Now}
 	for _, e := range c.Effects {
 		var args [][]byte
@@ -198,7 +211,10 @@ func TestChangeSinkOrderAndUnits(t *testing.T) {
 		t.Fatal("expired key served")
 	}
 	var got []string
-	for _, c := range sink.changes {
+	sink.mu.Lock()
+	changes := append([]recordedChange(nil), sink.changes...)
+	sink.mu.Unlock()
+	for _, c := range changes {
 		s := ""
 		for _, e := range c.effects {
 			s += fmt.Sprintf("%d:%s;", e.DB, bytes.Join(e.Args, []byte(" ")))
@@ -219,7 +235,7 @@ func TestChangeSinkOrderAndUnits(t *testing.T) {
 	if n := ks.DBSize(nil, 0); n != 3 { // a, x and f
 		t.Fatalf("a follower's DBSIZE is %d, want 3 (the expired key kept)", n)
 	}
-	if len(sink.changes) != 3 {
-		t.Fatalf("a follower's read logged a removal: %d changes", len(sink.changes))
+	if sink.count() != 3 {
+		t.Fatalf("a follower's read logged a removal: %d changes", sink.count())
 	}
 }
