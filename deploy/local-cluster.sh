@@ -40,7 +40,7 @@ cluster: running, data and logs in $DIR
   lavik-meta members (gRPC): $META  (meta-3 is the meta-only voter)
   Sentinel ports for clients (master name "default"): 127.0.0.1:26381, 26382, 26383
     redis-cli -p 26381 sentinel get-master-addr-by-name default
-    $BIN/lavikctl --meta $META status --data 127.0.0.1:7381,127.0.0.1:7382
+    $BIN/lavikctl --meta $META status
     $BIN/lavikctl --meta $META topology
   try a failover: kill -9 \$(cat $DIR/data-1.pid), then redis-cli -p 6382 role
   stop: make cluster-stop

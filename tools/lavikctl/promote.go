@@ -12,9 +12,10 @@ import (
 )
 
 const promoteHelp = `Calls Meta.Promote: meta makes NODE (a follower) the primary of its shard group at a higher
-epoch. With the current primary alive it is a switchover: meta stops renewing the primary's
-lease, waits for it to run out, waits up to --catch-up-timeout for NODE to reach the primary's
-last offset, then commits the new epoch. If NODE does not catch up in time, nothing changes
+epoch. With the current primary alive it is a switchover: meta withholds the primary's lease,
+so it stops taking writes at its next heartbeat, waits for it to report that (or, if it is
+unreachable, for its lease to run out), waits up to --catch-up-timeout for NODE to reach the
+primary's final offset, then commits the new epoch. If NODE does not catch up in time, nothing changes
 (exit status 3) unless --force, which switches anyway and loses the writes NODE lacks (the
 result says how many bytes).
 
@@ -22,7 +23,10 @@ Without NODE, --shard-group is needed and meta picks its most advanced healthy f
 Without --shard-group, NODE's group is looked up in meta's topology first. The call may take
 --catch-up-timeout plus --timeout.
 
-With --json: {"shard_group", "primary_node_id", "epoch", "caught_up", "lag_bytes"}.`
+It prints how long writes were paused: from the old primary's stop to the new epoch's commit.
+
+With --json: {"shard_group", "primary_node_id", "epoch", "caught_up", "lag_bytes",
+"writes_paused_ms"}.`
 
 func promoteCommand(stdout, stderr io.Writer) *cli.Command {
 	return withGlobals(&cli.Command{
@@ -68,9 +72,11 @@ func promoteCommand(stdout, stderr io.Writer) *cli.Command {
 				Epoch         uint64 `json:"epoch"`
 				CaughtUp      bool   `json:"caught_up"`
 				LagBytes      uint64 `json:"lag_bytes"`
-			}{req.ShardGroup, resp.PrimaryNodeId, resp.Epoch, resp.CaughtUp, resp.LagBytes}
+				PausedMs      uint32 `json:"writes_paused_ms"`
+			}{req.ShardGroup, resp.PrimaryNodeId, resp.Epoch, resp.CaughtUp, resp.LagBytes, resp.WritesPausedMs}
 			return printErr((printer{w: stdout, json: g.JSON}).print(doc, func() []table {
-				s := fmt.Sprintf("%s is the primary of shard group %s at epoch %d", doc.PrimaryNodeID, doc.ShardGroup, doc.Epoch)
+				s := fmt.Sprintf("%s is the primary of shard group %s at epoch %d; writes paused for %d ms (it takes them from its next heartbeat)",
+					doc.PrimaryNodeID, doc.ShardGroup, doc.Epoch, doc.PausedMs)
 				if !doc.CaughtUp {
 					s += fmt.Sprintf("; it had not caught up: %d bytes of acknowledged writes are lost", doc.LagBytes)
 				}

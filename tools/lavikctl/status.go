@@ -13,10 +13,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	datav1 "github.com/lavikdb/lavik/proto/lavik/data/v1"
+	metav1 "github.com/lavikdb/lavik/proto/lavik/meta/v1"
 )
 
 const statusHelp = `Calls DataAdmin.Status on every data node of --data at once (each call limited by --timeout)
-and prints one row per node, in the order given:
+and prints one row per node, in the order given. Without --data, the nodes are those lavik-meta's
+topology names (--meta), each at the admin address it registered, by shard group.
 
    NODE      the node's id (nodes under meta), else the admin address asked
    ROLE      STANDALONE, PRIMARY or FOLLOWER; UNREACHABLE, TIMEOUT or ERROR when the call failed
@@ -51,7 +53,7 @@ func statusCommand(stdout io.Writer) *cli.Command {
 	return withGlobals(&cli.Command{
 		Name:        "status",
 		Usage:       "show every data node's role, epoch, replication offset and lag, keys and disk use",
-		UsageText:   "lavikctl status --data host:port[,host:port...] [--json] [--timeout 5s]",
+		UsageText:   "lavikctl [--meta host:port,...] status [--data host:port[,host:port...]] [--json] [--timeout 5s]",
 		Description: statusHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "data nodes' admin addresses (lavik-data --admin-port), `host:port[,host:port...]`"},
@@ -64,16 +66,48 @@ func statusCommand(stdout io.Writer) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			if !c.IsSet("data") {
-				return usageErrorf("status needs --data host:port[,host:port...]: the data nodes' admin addresses")
-			}
-			addrs, err := parseAddrList("--data", c.String("data"))
-			if err != nil {
-				return err
+			var addrs []string
+			switch {
+			case c.IsSet("data"):
+				if addrs, err = parseAddrList("--data", c.String("data")); err != nil {
+					return err
+				}
+			case len(g.Meta) > 0:
+				if addrs, err = topologyAdminAddrs(c.Context, g); err != nil {
+					return err
+				}
+			default:
+				return usageErrorf("status needs --data host:port[,host:port...] (the data nodes' admin addresses) or --meta to find them")
 			}
 			return runStatus(c.Context, g, addrs, stdout)
 		},
 	})
+}
+
+// topologyAdminAddrs are the admin addresses of the data nodes meta's topology names (a stale
+// read: status works without a quorum), primaries first within each group.
+func topologyAdminAddrs(ctx context.Context, g globals) ([]string, error) {
+	topo, err := getTopology(ctx, newMetaClient(g, io.Discard), g.Timeout, true)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, sg := range topo.ShardGroups {
+		nodes := sg.Followers
+		if sg.Primary != nil {
+			nodes = append([]*metav1.NodeInfo{sg.Primary}, nodes...)
+		}
+		for _, n := range nodes {
+			if n.AdminAddress == "" {
+				return nil, failed(fmt.Errorf("node %s registered no admin address (start lavik-data with --admin-port), or give --data", n.NodeId))
+			}
+			addrs = append(addrs, n.AdminAddress)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, failed(errors.New("meta's topology has no data nodes yet: start lavik-data with --meta, or give --data"))
+	}
+	return addrs, nil
 }
 
 // statusDoc is status's result; its json tags are the documented --json fields (statusHelp).

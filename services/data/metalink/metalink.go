@@ -177,8 +177,9 @@ func (l *Link) register() (time.Duration, error) {
 
 // heartbeat sends one heartbeat and acts on the answer.
 func (l *Link) heartbeat(interval *time.Duration) error {
+	writable := l.node.Writable() // before the offset: see HeartbeatRequest.writable
 	st := l.node.Status()
-	req := &metav1.HeartbeatRequest{NodeId: l.ident.NodeID(), Epoch: l.ident.Epoch(), ReplicationId: st.ReplID,
+	req := &metav1.HeartbeatRequest{Writable: writable, NodeId: l.ident.NodeID(), Epoch: l.ident.Epoch(), ReplicationId: st.ReplID,
 		ReplicationOffset: uint64(max(st.Offset, 0)), Health: metav1.Health_HEALTH_OK, Role: commonv1.Role_ROLE_PRIMARY}
 	if st.Follower {
 		req.Role = commonv1.Role_ROLE_FOLLOWER

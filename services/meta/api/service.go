@@ -116,7 +116,7 @@ func (s *metaServer) Heartbeat(ctx context.Context, req *metav1.HeartbeatRequest
 	}
 	s.m.authMu.Lock()
 	ans := auth.Heartbeat(now, failover.Heartbeat{NodeID: req.NodeId, Role: fsm.Role(req.Role), Epoch: req.Epoch,
-		ReplicationID: req.ReplicationId, Offset: req.ReplicationOffset, Health: failover.Health(req.Health)}, g)
+		ReplicationID: req.ReplicationId, Offset: req.ReplicationOffset, Health: failover.Health(req.Health), Writable: req.Writable}, g)
 	s.m.authMu.Unlock()
 	resp := &metav1.HeartbeatResponse{AssignedRole: commonv1.Role(ans.Role), Epoch: ans.Epoch,
 		LeaseDurationMs: uint32(ans.Lease.Milliseconds()), HeartbeatIntervalMs: uint32(ans.Interval.Milliseconds())}
@@ -296,17 +296,21 @@ func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*m
 		return nil, status.Errorf(codes.FailedPrecondition, "meta: %s is not a follower of group %s", target, g.ID)
 	}
 	m.authMu.Lock()
-	auth.Hold(g.ID, true)
+	auth.Hold(m.clock(), g.ID, true)
 	m.authMu.Unlock()
+	held := time.Now()
 	defer func() {
 		m.authMu.Lock()
-		auth.Hold(g.ID, false)
+		auth.Hold(m.clock(), g.ID, false)
 		m.authMu.Unlock()
 	}()
-	// The primary stops writing when its lease ends; from then on its offset is final.
+	// The primary stops writing at its next heartbeat's answer (it gets no lease) and says so
+	// in the heartbeat after; if it does not (it is unreachable), when its lease ends. From
+	// then on its offset is final.
 	for {
 		m.authMu.Lock()
-		over := auth.LeaseOver(m.clock(), g.ID)
+		now := m.clock()
+		over := auth.Stopped(now, g.ID, g.Primary) || auth.LeaseOver(now, g.ID)
 		m.authMu.Unlock()
 		if over {
 			break
@@ -343,7 +347,8 @@ func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	resp := &metav1.PromoteResponse{Epoch: r.Epoch, PrimaryNodeId: target, CaughtUp: caught}
+	resp := &metav1.PromoteResponse{Epoch: r.Epoch, PrimaryNodeId: target, CaughtUp: caught,
+		WritesPausedMs: uint32(time.Since(held).Milliseconds())}
 	if !caught {
 		resp.LagBytes = want - have
 	}

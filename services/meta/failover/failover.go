@@ -63,6 +63,8 @@ type Heartbeat struct {
 	ReplicationID string
 	Offset        uint64
 	Health        Health
+	// Writable: the node was taking writes when it read Offset (see HeartbeatRequest.writable).
+	Writable bool
 }
 
 // Answer is what the leader answers a heartbeat with.
@@ -97,13 +99,14 @@ type Authority struct {
 	// leases are the grants by group. Invariant: a group's lease names its primary at the
 	// epoch it was granted at.
 	leases map[string]lease
-	// handover holds the groups whose primary gets no new lease (a switchover in progress).
-	handover map[string]bool
+	// handover holds the groups whose primary gets no new lease (a switchover in progress),
+	// with when the hold began.
+	handover map[string]time.Duration
 }
 
 // New returns the authority of a member that became leader at now.
 func New(cfg Config, now time.Duration) *Authority {
-	return &Authority{cfg: cfg, since: now, nodes: map[string]*node{}, leases: map[string]lease{}, handover: map[string]bool{}}
+	return &Authority{cfg: cfg, since: now, nodes: map[string]*node{}, leases: map[string]lease{}, handover: map[string]time.Duration{}}
 }
 
 // Config is the authority's configuration.
@@ -119,7 +122,7 @@ func (a *Authority) Heartbeat(now time.Duration, hb Heartbeat, g fsm.GroupView) 
 	switch {
 	case g.Primary == hb.NodeID:
 		ans.Role = fsm.RolePrimary
-		if !a.handover[g.ID] {
+		if _, held := a.handover[g.ID]; !held {
 			a.leases[g.ID] = lease{node: hb.NodeID, epoch: g.Epoch, until: now + a.cfg.Lease}
 			ans.Lease = a.cfg.Lease
 		}
@@ -144,14 +147,26 @@ func (a *Authority) LeaseOver(now time.Duration, group string) bool {
 	return now >= a.since+a.cfg.Lease && now >= a.leases[group].until
 }
 
-// Hold stops (on) or resumes granting leases to group's primary: a switchover holds them,
-// waits for LeaseOver, then names the new primary.
-func (a *Authority) Hold(group string, on bool) {
+// Hold stops (on, at now) or resumes granting leases to group's primary: a switchover holds
+// them, waits for Stopped or LeaseOver, then names the new primary.
+func (a *Authority) Hold(now time.Duration, group string, on bool) {
 	if on {
-		a.handover[group] = true
+		a.handover[group] = now
 	} else {
 		delete(a.handover, group)
 	}
+}
+
+// Stopped reports whether group's primary, held since a Hold, has said it stopped taking
+// writes: a heartbeat that arrived after the hold began reports it not writable, and this
+// leader has led for a full lease (no earlier leader's grant can restart it). A node sends
+// its heartbeats one at a time, so it sent that one after every answer given before the
+// hold; the answers since grant nothing. Its offset is then final: it holds every write the
+// primary acknowledged.
+func (a *Authority) Stopped(now time.Duration, group, primary string) bool {
+	held, ok := a.handover[group]
+	n := a.nodes[primary]
+	return ok && n != nil && n.at > held && !n.hb.Writable && now >= a.since+a.cfg.Lease
 }
 
 // alive reports whether node id heartbeated within FailAfter of now.
@@ -205,7 +220,7 @@ func (a *Authority) Tick(now time.Duration, topo fsm.Topology) []fsm.SetPrimary 
 	}
 	var out []fsm.SetPrimary
 	for _, g := range topo.Groups {
-		if a.handover[g.ID] {
+		if _, held := a.handover[g.ID]; held {
 			continue
 		}
 		if g.Primary != "" {

@@ -159,9 +159,37 @@ func TestHandover(t *testing.T) {
 	g := group(2, "a", "b")
 	now := time.Second
 	a.Heartbeat(now, hb("a", 10), g)
-	a.Hold("g", true)
-	if ans := a.Heartbeat(now+cfg.HeartbeatInterval, hb("a", 10), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+	a.Hold(now, "g", true)
+	writing := hb("a", 10)
+	writing.Writable = true
+	if ans := a.Heartbeat(now+cfg.HeartbeatInterval, writing, g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
 		t.Fatalf("held primary's answer %+v, want no lease", ans)
+	}
+	// That heartbeat said the primary was still writable: not stopped yet. The next one, sent
+	// after the answer without a lease, says it is not.
+	if a.Stopped(now+cfg.HeartbeatInterval, "g", "a") {
+		t.Fatal("Stopped on a heartbeat that reports the primary writable")
+	}
+	stopped := hb("a", 12)
+	stopped.Writable = false
+	a.Heartbeat(now+2*cfg.HeartbeatInterval, stopped, g)
+	if !a.Stopped(now+2*cfg.HeartbeatInterval, "g", "a") {
+		t.Fatal("not Stopped after the primary reported it takes no writes")
+	}
+	// A leader that has not led for a full lease cannot trust it: an earlier leader's grant
+	// may still restart the primary's writes.
+	b := New(cfg, now)
+	b.Hold(now, "g", true)
+	b.Heartbeat(now+cfg.HeartbeatInterval, stopped, g)
+	if b.Stopped(now+cfg.HeartbeatInterval, "g", "a") || !b.Stopped(now+cfg.Lease, "g", "a") {
+		t.Fatal("Stopped before the new leader has led for a full lease, or not after")
+	}
+	// A heartbeat from before the hold says nothing about it.
+	c := New(cfg, 0)
+	c.Heartbeat(now, stopped, g)
+	c.Hold(now, "g", true)
+	if c.Stopped(now+cfg.Lease, "g", "a") {
+		t.Fatal("Stopped on a heartbeat that arrived before the hold")
 	}
 	if a.LeaseOver(now+cfg.Lease-ms, "g") || !a.LeaseOver(now+cfg.Lease, "g") {
 		t.Fatal("LeaseOver wrong around the last grant's end")
@@ -170,7 +198,7 @@ func TestHandover(t *testing.T) {
 	if d := a.Tick(now+2*cfg.Lease, topo(g)); len(d) != 0 {
 		t.Fatalf("Tick decided for a held group: %+v", d)
 	}
-	a.Hold("g", false)
+	a.Hold(now+2*cfg.Lease, "g", false)
 	if ans := a.Heartbeat(now+2*cfg.Lease, hb("a", 10), g); ans.Lease != cfg.Lease {
 		t.Fatalf("released primary's answer %+v", ans)
 	}

@@ -898,7 +898,12 @@ type HeartbeatRequest struct {
 	Health Health `protobuf:"varint,6,opt,name=health,proto3,enum=lavik.meta.v1.Health" json:"health,omitempty"`
 	// Human-readable reason when health is not HEALTH_OK ("disk full", "loading 42%"); empty
 	// otherwise. For logs and lavikctl only, never parsed.
-	HealthDetail  string `protobuf:"bytes,7,opt,name=health_detail,json=healthDetail,proto3" json:"health_detail,omitempty"`
+	HealthDetail string `protobuf:"bytes,7,opt,name=health_detail,json=healthDetail,proto3" json:"health_detail,omitempty"`
+	// Whether the node was taking writes (a primary holding a lease) when it read
+	// replication_offset, which it does after this check. A primary that reports false has
+	// stopped: every write it acknowledged is within replication_offset, and it takes no more
+	// until a heartbeat answer grants it a lease again. A switchover waits for this.
+	Writable      bool `protobuf:"varint,8,opt,name=writable,proto3" json:"writable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -980,6 +985,13 @@ func (x *HeartbeatRequest) GetHealthDetail() string {
 		return x.HealthDetail
 	}
 	return ""
+}
+
+func (x *HeartbeatRequest) GetWritable() bool {
+	if x != nil {
+		return x.Writable
+	}
+	return false
 }
 
 type HeartbeatResponse struct {
@@ -1566,9 +1578,13 @@ type PromoteResponse struct {
 	CaughtUp bool `protobuf:"varint,3,opt,name=caught_up,json=caughtUp,proto3" json:"caught_up,omitempty"`
 	// The old primary's last reported offset minus the target's offset at the switch: bytes of
 	// acknowledged writes lost. 0 when caught_up; non-zero only with force.
-	LagBytes      uint64 `protobuf:"varint,4,opt,name=lag_bytes,json=lagBytes,proto3" json:"lag_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LagBytes uint64 `protobuf:"varint,4,opt,name=lag_bytes,json=lagBytes,proto3" json:"lag_bytes,omitempty"`
+	// How long the group took no writes: from the old primary's stop (meta withheld its lease)
+	// to the commit of the new epoch. The new primary takes writes at its next heartbeat, up to
+	// one heartbeat interval later.
+	WritesPausedMs uint32 `protobuf:"varint,5,opt,name=writes_paused_ms,json=writesPausedMs,proto3" json:"writes_paused_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PromoteResponse) Reset() {
@@ -1629,6 +1645,13 @@ func (x *PromoteResponse) GetLagBytes() uint64 {
 	return 0
 }
 
+func (x *PromoteResponse) GetWritesPausedMs() uint32 {
+	if x != nil {
+		return x.WritesPausedMs
+	}
+	return 0
+}
+
 var File_lavik_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_lavik_meta_v1_meta_proto_rawDesc = "" +
@@ -1676,7 +1699,7 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fprimary_node_id\x18\x03 \x01(\tR\rprimaryNodeId\x12'\n" +
 	"\x0fprimary_address\x18\x04 \x01(\tR\x0eprimaryAddress\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\x96\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\xb2\x02\n" +
 	"\x10HeartbeatRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12)\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
@@ -1684,7 +1707,8 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x0ereplication_id\x18\x04 \x01(\tR\rreplicationId\x12-\n" +
 	"\x12replication_offset\x18\x05 \x01(\x04R\x11replicationOffset\x12-\n" +
 	"\x06health\x18\x06 \x01(\x0e2\x15.lavik.meta.v1.HealthR\x06health\x12#\n" +
-	"\rhealth_detail\x18\a \x01(\tR\fhealthDetail\"\xc9\x02\n" +
+	"\rhealth_detail\x18\a \x01(\tR\fhealthDetail\x12\x1a\n" +
+	"\bwritable\x18\b \x01(\bR\bwritable\"\xc9\x02\n" +
 	"\x11HeartbeatResponse\x12:\n" +
 	"\rassigned_role\x18\x01 \x01(\x0e2\x15.lavik.common.v1.RoleR\fassignedRole\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12*\n" +
@@ -1726,12 +1750,13 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x0etarget_node_id\x18\x02 \x01(\tR\ftargetNodeId\x12-\n" +
 	"\x13catch_up_timeout_ms\x18\x03 \x01(\rR\x10catchUpTimeoutMs\x12\x14\n" +
 	"\x05force\x18\x04 \x01(\bR\x05force\x12%\n" +
-	"\x0eexpected_epoch\x18\x05 \x01(\x04R\rexpectedEpoch\"\x89\x01\n" +
+	"\x0eexpected_epoch\x18\x05 \x01(\x04R\rexpectedEpoch\"\xb3\x01\n" +
 	"\x0fPromoteResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fprimary_node_id\x18\x02 \x01(\tR\rprimaryNodeId\x12\x1b\n" +
 	"\tcaught_up\x18\x03 \x01(\bR\bcaughtUp\x12\x1b\n" +
-	"\tlag_bytes\x18\x04 \x01(\x04R\blagBytes*r\n" +
+	"\tlag_bytes\x18\x04 \x01(\x04R\blagBytes\x12(\n" +
+	"\x10writes_paused_ms\x18\x05 \x01(\rR\x0ewritesPausedMs*r\n" +
 	"\x0fReadConsistency\x12 \n" +
 	"\x1cREAD_CONSISTENCY_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dREAD_CONSISTENCY_LINEARIZABLE\x10\x01\x12\x1a\n" +
