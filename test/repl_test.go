@@ -222,7 +222,8 @@ func differingKeys(t testing.TB, pc, fc *redis.Client, dbs int) []string {
 			for i, c := range []*redis.Client{pc, fc} {
 				conn := c.Conn()
 				conn.Select(ctx, db)
-				ds[i], _ = conn.Do(ctx, "DEBUG", "DIGEST-VALUE", k).Text()
+				d, err := conn.Do(ctx, "DEBUG", "DIGEST-VALUE", k).Slice()
+				ds[i] = fmt.Sprint(d, err)
 				if ttl, _ := conn.PTTL(ctx, k).Result(); ttl > 0 {
 					ds[i] += fmt.Sprintf(" ttl %v", ttl.Round(time.Second))
 				}
@@ -1332,6 +1333,11 @@ func TestReplSwitchover(t *testing.T) {
 			}
 			if diverge {
 				checkNoErr(t, "SET on the old primary", ac.Set(ctx, "lost", "x", 0).Err())
+			}
+			// Writes the new primary takes before the old one follows it: a partial resync
+			// from where the old primary stopped must bring them.
+			for i := range 100 {
+				checkNoErr(t, "SET on the new primary", bc.Set(ctx, fmt.Sprint("between", i), i, 0).Err())
 			}
 			if err := ac.Do(ctx, "REPLICAOF", "127.0.0.1", b.Port()).Err(); err != nil {
 				t.Fatal(err)

@@ -48,8 +48,9 @@ type Node struct {
 	mu sync.Mutex
 	// replid names the history the stream's offsets count in. Guarded by mu.
 	replid string
-	// stream is the primary's change stream, made when the first follower connects (a node
-	// nobody follows keeps none, as Redis keeps no backlog). Guarded by mu.
+	// stream is the primary's change stream, made when a follower is promoted (so the writes
+	// after its promotion continue the history its fellow followers share) or else when the
+	// first follower connects (a node nobody has followed keeps none). Guarded by mu.
 	stream *Stream
 	// offset is the stream position of a node without a stream (a follower's applied
 	// offset, carried into the stream when it becomes a primary). Guarded by mu.
@@ -159,8 +160,16 @@ func (n *Node) promote(l *link) {
 	n.replid2, n.offset2 = l.replID(), l.applied.Load()
 	n.replid = newReplID()
 	n.offset = l.applied.Load()
-	n.following.Store(false)
+	// The stream starts now, before the node takes a write: every write from here on is in
+	// its history, so a node continuing the old one from offset2 misses none of them.
 	n.ks.SetChangeSink(nil, nil)
+	if _, err := n.streamLocked(); err != nil {
+		// Without a stream the writes to come are in no history: nobody may continue the
+		// old one. A follower that connects later gets a full resync.
+		n.log.Error("replication: cannot start the change stream of the new primary; its followers will need a full resync", "err", err)
+		n.replid2 = ""
+	}
+	n.following.Store(false)
 	n.ks.SetFollower(false)
 	n.ks.SetClockFloor(0)
 	n.forgetHistoryLocked()
