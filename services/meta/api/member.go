@@ -95,6 +95,11 @@ func Start(cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
 	m.transport = NewTransport(m.log)
+	if p, ok := cfg.Peers[cfg.ID]; ok {
+		m.transport.SetSelf(p.PeerAddr)
+	} else {
+		m.transport.SetSelf(m.peerLis.Addr().String())
+	}
 	var peers []uint64
 	for id, p := range cfg.Peers {
 		peers = append(peers, id)

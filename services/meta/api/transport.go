@@ -32,7 +32,9 @@ type Transport struct {
 	node Stepper
 	// peers are the queues by member id; addrs their peer addresses.
 	peers map[uint64]*peer
-	stop  chan struct{}
+	// self is this member's peer address, sent with every message (RaftMessage.from_address).
+	self string
+	stop chan struct{}
 }
 
 type peer struct {
@@ -55,6 +57,23 @@ func (t *Transport) SetNode(n Stepper) {
 	t.mu.Lock()
 	t.node = n
 	t.mu.Unlock()
+}
+
+// SetSelf sets the peer address this member's messages say they come from.
+func (t *Transport) SetSelf(addr string) {
+	t.mu.Lock()
+	t.self = addr
+	t.mu.Unlock()
+}
+
+// learnPeer records a sender's address if this member knows none for it.
+func (t *Transport) learnPeer(id uint64, addr string) {
+	t.mu.Lock()
+	known := t.peers[id] != nil
+	t.mu.Unlock()
+	if !known && addr != "" && id != 0 {
+		t.SetPeer(id, addr)
+	}
 }
 
 // SetPeer adds or changes member id's peer address ("" removes it).
@@ -159,7 +178,10 @@ func (t *Transport) pump(p *peer, stream metav1.Raft_SendClient) error {
 			if err != nil {
 				return err
 			}
-			if err := stream.Send(&metav1.RaftMessage{Data: b}); err != nil {
+			t.mu.Lock()
+			self := t.self
+			t.mu.Unlock()
+			if err := stream.Send(&metav1.RaftMessage{Data: b, FromAddress: self}); err != nil {
 				t.report(m, p.id)
 				return err
 			}
@@ -204,6 +226,7 @@ func (s *raftServer) Send(stream metav1.Raft_SendServer) error {
 		if err := m.Unmarshal(msg.Data); err != nil {
 			return err
 		}
+		s.t.learnPeer(m.From, msg.FromAddress)
 		s.t.mu.Lock()
 		n := s.t.node
 		s.t.mu.Unlock()

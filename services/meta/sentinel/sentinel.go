@@ -372,11 +372,11 @@ func (s *Server) sentinel(w *resp.Writer, sub string, args [][]byte) {
 		t, _ := s.src.Topology()
 		w.Array(len(t.Groups))
 		for _, g := range t.Groups {
-			writeMaster(w, g)
+			writeMaster(w, g, s.memberCount())
 		}
 	case "master":
 		if g, ok := needName(); ok {
-			writeMaster(w, g)
+			writeMaster(w, g, s.memberCount())
 		}
 	case "replicas", "slaves":
 		if g, ok := needName(); ok {
@@ -390,8 +390,10 @@ func (s *Server) sentinel(w *resp.Writer, sub string, args [][]byte) {
 			for _, f := range fs {
 				h, p := splitAddr(f.DataAddress)
 				flags := "slave"
-				kvs := [][2]string{{"name", f.DataAddress}, {"ip", h}, {"port", p}, {"runid", f.ID}, {"flags", flags},
-					{"role-reported", "slave"}, {"master-link-status", "ok"}, {"slave-priority", "100"}}
+				kvs := [][2]string{{"name", f.DataAddress}, {"ip", h}, {"port", p}, {"runid", f.ID}, {"flags", flags}}
+				kvs = append(kvs, linkFields...)
+				kvs = append(kvs, [2]string{"role-reported", "slave"}, [2]string{"master-link-down-time", "0"},
+					[2]string{"master-link-status", "ok"}, [2]string{"slave-priority", "100"}, [2]string{"slave-repl-offset", "0"})
 				if g.PrimaryNode != nil {
 					mh, mp := splitAddr(g.PrimaryNode.DataAddress)
 					kvs = append(kvs, [2]string{"master-host", mh}, [2]string{"master-port", mp})
@@ -438,16 +440,33 @@ func (s *Server) sentinel(w *resp.Writer, sub string, args [][]byte) {
 
 func runID(id uint64) string { return fmt.Sprintf("%040x", id) }
 
-func writeMaster(w *resp.Writer, g fsm.GroupView) {
+// memberCount is how many meta members there are (at least this one).
+func (s *Server) memberCount() int {
+	mem, _ := s.src.Members()
+	return max(len(mem), 1)
+}
+
+// linkFields are the fields of Redis Sentinel's per-instance state that describe its own
+// link to the instance (pings, pending commands). lavik-meta has no such link: it hears
+// heartbeats instead. Clients parse these fields (redis-py converts them to integers), so
+// they are there, at their idle values.
+var linkFields = [][2]string{{"link-pending-commands", "0"}, {"link-refcount", "1"}, {"last-ping-sent", "0"},
+	{"last-ok-ping-reply", "0"}, {"last-ping-reply", "0"}, {"info-refresh", "0"}, {"role-reported-time", "0"}}
+
+// writeMaster writes a group as SENTINEL MASTER does, with every field Redis Sentinel gives;
+// members is the meta group's size (a Sentinel's other Sentinels are the other members).
+func writeMaster(w *resp.Writer, g fsm.GroupView, members int) {
 	kvs := [][2]string{{"name", g.ID}}
 	if g.PrimaryNode != nil {
 		h, p := splitAddr(g.PrimaryNode.DataAddress)
 		kvs = append(kvs, [2]string{"ip", h}, [2]string{"port", p}, [2]string{"runid", g.PrimaryNode.ID}, [2]string{"flags", "master"})
 	} else {
-		kvs = append(kvs, [2]string{"ip", ""}, [2]string{"port", "0"}, [2]string{"flags", "master,o_down"})
+		kvs = append(kvs, [2]string{"ip", ""}, [2]string{"port", "0"}, [2]string{"runid", ""}, [2]string{"flags", "master,o_down"})
 	}
-	kvs = append(kvs, [2]string{"num-slaves", strconv.Itoa(len(g.Followers))}, [2]string{"quorum", "2"},
-		[2]string{"config-epoch", strconv.FormatUint(g.Epoch, 10)})
+	kvs = append(kvs, linkFields...)
+	kvs = append(kvs, [2]string{"role-reported", "master"}, [2]string{"config-epoch", strconv.FormatUint(g.Epoch, 10)},
+		[2]string{"num-slaves", strconv.Itoa(len(g.Followers))}, [2]string{"num-other-sentinels", strconv.Itoa(members - 1)},
+		[2]string{"quorum", strconv.Itoa(members/2 + 1)}, [2]string{"failover-timeout", "0"}, [2]string{"parallel-syncs", "1"})
 	writeKVs(w, kvs)
 }
 

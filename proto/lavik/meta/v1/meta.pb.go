@@ -167,8 +167,11 @@ func (Health) EnumDescriptor() ([]byte, []int) {
 // RaftMessage is one raftpb.Message of go.etcd.io/raft, in its own encoding (Marshal): raft
 // owns the format, and the receiver decodes it with the same library version.
 type RaftMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// The sender's peer address. A member that joined knowing none of the others (lavik-meta
+	// --join) answers the sender there until its state machine names every member.
+	FromAddress   string `protobuf:"bytes,2,opt,name=from_address,json=fromAddress,proto3" json:"from_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,6 +211,13 @@ func (x *RaftMessage) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *RaftMessage) GetFromAddress() string {
+	if x != nil {
+		return x.FromAddress
+	}
+	return ""
 }
 
 type RaftSendResponse struct {
@@ -1656,9 +1666,10 @@ var File_lavik_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x18lavik/meta/v1/meta.proto\x12\rlavik.meta.v1\x1a\x1clavik/common/v1/common.proto\"!\n" +
+	"\x18lavik/meta/v1/meta.proto\x12\rlavik.meta.v1\x1a\x1clavik/common/v1/common.proto\"D\n" +
 	"\vRaftMessage\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12!\n" +
+	"\ffrom_address\x18\x02 \x01(\tR\vfromAddress\"\x12\n" +
 	"\x10RaftSendResponse\"O\n" +
 	"\tNotLeader\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\x04R\bleaderId\x12%\n" +
