@@ -41,23 +41,25 @@ import (
 
 // failoverConfig is `lavik-bench failover`.
 type failoverConfig struct {
-	Trials                   int
-	LavikBin, MetaBin        string
-	RedisBin                 string
-	Systems                  []string // the systems, in the order they run
-	Load                     time.Duration
-	Heartbeat, Lease, Fail   time.Duration // lavik-meta's --heartbeat, --lease, --fail-after
-	DownAfter, SentinelFT    time.Duration // Sentinel's down-after-milliseconds, failover-timeout
-	FailoverLimit            time.Duration // a trial whose survivor takes no write within this failed
-	SyncTimeout, StartTime   time.Duration
-	Workdir, JSONPath        string
-	Keep                     bool
-	ProbeEvery, WaitTimeout  time.Duration
-	RedisPerTrialCooldownMin time.Duration // computed: 2 x failover-timeout + Sentinel's vote jitter
+	Trials                 int
+	LavikBin, MetaBin      string
+	RedisBin               string
+	Systems                []string // the systems, in the order they run
+	Load                   time.Duration
+	Heartbeat, Lease, Fail time.Duration // lavik-meta's --heartbeat, --lease, --fail-after
+	DownAfter, SentinelFT  time.Duration // Sentinel's down-after-milliseconds, failover-timeout
+	FailoverLimit          time.Duration // a trial whose survivor takes no write within this failed
+	SyncTimeout, StartTime time.Duration
+	Workdir, JSONPath      string
+	Keep                   bool
+	ProbeEvery             time.Duration // the survivor's SET poll
+	// RedisKillGap is the least time from a change of primary to the next kill on Redis: twice
+	// failover-timeout, Sentinel's vote jitter, and half a second of margin.
+	RedisKillGap time.Duration
 }
 
-// Names of the processes and the shard group.
 const (
+	// failoverGroup is the shard group (Lavik) and the master name (Sentinel).
 	failoverGroup = "g"
 	// sentinelVoteJitter is SENTINEL_MAX_DESYNC: a Sentinel that votes sets its last failover
 	// start up to 1 s into the future.
@@ -95,7 +97,7 @@ func parseFailoverConfig(c *cli.Context) (failoverConfig, error) {
 		DownAfter: c.Duration("down-after"), SentinelFT: c.Duration("sentinel-failover-timeout"),
 		FailoverLimit: c.Duration("failover-limit"), SyncTimeout: c.Duration("sync-timeout"), StartTime: c.Duration("start-timeout"),
 		Workdir: c.String("workdir"), JSONPath: c.String("json"), Keep: c.Bool("keep"),
-		ProbeEvery: 5 * time.Millisecond, WaitTimeout: time.Second}
+		ProbeEvery: 5 * time.Millisecond}
 	if c.NArg() > 0 {
 		return fc, fmt.Errorf("unexpected argument %q (failover takes none)", c.Args().First())
 	}
@@ -120,7 +122,7 @@ func parseFailoverConfig(c *cli.Context) (failoverConfig, error) {
 	case fc.FailoverLimit <= 0 || fc.SyncTimeout <= 0 || fc.StartTime <= 0:
 		return fc, fmt.Errorf("--failover-limit %v --sync-timeout %v --start-timeout %v: want positive durations", fc.FailoverLimit, fc.SyncTimeout, fc.StartTime)
 	}
-	fc.RedisPerTrialCooldownMin = 2*fc.SentinelFT + sentinelVoteJitter + 500*time.Millisecond
+	fc.RedisKillGap = 2*fc.SentinelFT + sentinelVoteJitter + 500*time.Millisecond
 	return fc, nil
 }
 
@@ -410,7 +412,7 @@ func (s *failoverSide) setupRedis() error {
 	if info, err := infoSection(s.nodes[0].addr, "server"); err == nil {
 		s.rep.Version = "redis-server " + info["redis_version"]
 	}
-	s.cooldown = cfg.RedisPerTrialCooldownMin
+	s.cooldown = cfg.RedisKillGap
 	s.extraSteady = s.sentinelsAgree
 	return nil
 }
@@ -616,7 +618,7 @@ func (s *failoverSide) trial(t, p, f int) (FailoverTrial, int, int, error) {
 		return tr, 0, 0, errInterrupted
 	}
 
-	probe := startProbe(survivor.addr, cfg.ProbeEvery, cfg.FailoverLimit)
+	probe := startProbe(s.r.ctx, survivor.addr, cfg.ProbeEvery, cfg.FailoverLimit)
 	killAt := time.Now()
 	if err := primary.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		close(stop)
@@ -628,6 +630,9 @@ func (s *failoverSide) trial(t, p, f int) (FailoverTrial, int, int, error) {
 	pr := probe.wait()
 	close(stop) // the writers have seen their connections break by now; stop any that has not
 	wg.Wait()
+	if s.r.ctx.Err() != nil {
+		return tr, 0, 0, errInterrupted
+	}
 	tr.ProbeErrors = pr.errors
 	tr.PlainAcked, tr.WaitAcked, tr.WaitUnacked = len(plain.acked), len(waited.acked), waited.unacked
 	if pr.ok.IsZero() {
@@ -637,9 +642,6 @@ func (s *failoverSide) trial(t, p, f int) (FailoverTrial, int, int, error) {
 	tr.FailoverMs = float64(pr.ok.Sub(killAt)) / 1e6
 	tr.Probes = pr.attempts
 	s.lastSwitch = pr.ok
-	if s.r.ctx.Err() != nil {
-		return tr, 0, 0, errInterrupted
-	}
 
 	// The acknowledged writes, looked up on the new primary.
 	var sample []string
@@ -751,8 +753,9 @@ type probe struct {
 	cancel func()
 }
 
-// startProbe sends SET probe x to addr every `every` until it answers OK or limit passes.
-func startProbe(addr string, every, limit time.Duration) *probe {
+// startProbe sends SET probe x to addr every `every` until it answers OK, limit passes or ctx
+// ends.
+func startProbe(ctx context.Context, addr string, every, limit time.Duration) *probe {
 	pb := &probe{done: make(chan probeResult, 1), quit: make(chan struct{})}
 	var once sync.Once
 	pb.cancel = func() { once.Do(func() { close(pb.quit) }) }
@@ -801,6 +804,8 @@ func startProbe(addr string, every, limit time.Duration) *probe {
 			}
 			select {
 			case <-pb.quit:
+				return
+			case <-ctx.Done():
 				return
 			case <-time.After(every):
 			}

@@ -40,7 +40,7 @@ func newFailoverReport(cfg failoverConfig) failoverReport {
 	msf := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	return failoverReport{Command: "failover", Settings: failoverSettings{Trials: cfg.Trials, LoadS: cfg.Load.Seconds(),
 		ProbeMs: msf(cfg.ProbeEvery), HeartbeatMs: msf(cfg.Heartbeat), LeaseMs: msf(cfg.Lease), FailAfterMs: msf(cfg.Fail),
-		DownAfterMs: msf(cfg.DownAfter), FailoverTMs: msf(cfg.SentinelFT), CooldownS: cfg.RedisPerTrialCooldownMin.Seconds(),
+		DownAfterMs: msf(cfg.DownAfter), FailoverTMs: msf(cfg.SentinelFT), CooldownS: cfg.RedisKillGap.Seconds(),
 		LimitS: cfg.FailoverLimit.Seconds()}}
 }
 
@@ -308,7 +308,7 @@ func writeFailoverHeader(w io.Writer, cfg failoverConfig, systems []FailoverSyst
 			fmt.Fprintf(w, "redis: 2 x %s (appendonly no, save \"\": in memory only) and 3 Sentinels (quorum 2, down-after-milliseconds %d, failover-timeout %d, parallel-syncs 1);\n",
 				v, cfg.DownAfter.Milliseconds(), cfg.SentinelFT.Milliseconds())
 			fmt.Fprintf(w, "  a kill comes at least %v after the last change of primary (a Sentinel starts no failover of the same master within twice failover-timeout, plus 1 s of vote jitter)\n",
-				cfg.RedisPerTrialCooldownMin)
+				cfg.RedisKillGap)
 		}
 		for _, c := range s.Commands {
 			fmt.Fprintf(w, "  %s\n", c)

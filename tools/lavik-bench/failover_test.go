@@ -92,7 +92,7 @@ func failoverTestConfig() failoverConfig {
 	return failoverConfig{Trials: 2, Systems: []string{"lavik", "redis"}, Load: 1500 * time.Millisecond,
 		Heartbeat: 100 * time.Millisecond, Lease: 600 * time.Millisecond, Fail: 300 * time.Millisecond,
 		DownAfter: time.Second, SentinelFT: 5 * time.Second, FailoverLimit: 30 * time.Second,
-		ProbeEvery: 5 * time.Millisecond, RedisPerTrialCooldownMin: 11500 * time.Millisecond}
+		ProbeEvery: 5 * time.Millisecond, RedisKillGap: 11500 * time.Millisecond}
 }
 
 func TestFailoverReport(t *testing.T) {
