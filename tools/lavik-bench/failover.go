@@ -766,6 +766,8 @@ func startProbe(ctx context.Context, addr string, every, limit time.Duration) *p
 		note := func(s string) {
 			if i := strings.IndexAny(s, " \r\n"); i > 0 && strings.HasPrefix(s, "-") {
 				s = s[:i] // the error code: -READONLY, -NOLEASE, ...
+			} else if i := strings.LastIndex(s, ": "); i >= 0 {
+				s = s[i+2:] // "read tcp A->B: read: connection reset by peer": the cause
 			}
 			if !seen[s] && len(res.errors) < 8 {
 				seen[s] = true
