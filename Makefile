@@ -125,7 +125,7 @@ bench-repl: build ## replication, Lavik vs Redis: full resync time, the primary 
 # Failover, Lavik and Redis side by side: per system, FAILOVER_TRIALS kill -9s of the primary
 # under two writers (SET alone, SET + WAIT 1), the time until the survivor takes writes, the
 # acknowledged writes missing on it, spurious failovers; the killed node restarted and back in
-# sync before the next trial. Lavik takes about 1 minute, Redis about 8 (Sentinel turns a
+# sync before the next trial. Lavik takes about 2 minutes, Redis about 8 (Sentinel turns a
 # restarted node into a replica and sees it healthy only at its 10 s INFO polls).
 FAILOVER_TRIALS ?= 20
 .PHONY: bench-failover
