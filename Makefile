@@ -122,6 +122,17 @@ bench-repl: build ## replication, Lavik vs Redis: full resync time, the primary 
 		--keys $(REPL_KEYS) --value-size 1024 --conns 50 --pipeline 1 --pin server=0,client=1 \
 		$(if $(BENCH_WORKDIR),--workdir $(BENCH_WORKDIR)) --json $(BIN)/bench-repl.json
 
+# Failover, Lavik and Redis side by side: per system, FAILOVER_TRIALS kill -9s of the primary
+# under two writers (SET alone, SET + WAIT 1), the time until the survivor takes writes, the
+# acknowledged writes missing on it, spurious failovers; the killed node restarted and back in
+# sync before the next trial. Lavik takes about 2 minutes, Redis about 8 (Sentinel turns a
+# restarted node into a replica and sees it healthy only at its 10 s INFO polls).
+FAILOVER_TRIALS ?= 20
+.PHONY: bench-failover
+bench-failover: build ## failover, Lavik (lavik-meta) vs Redis (Sentinel): kill -9 of the primary under writes, 20 trials each (~10 min)
+	$(BIN)/lavik-bench failover --lavik-bin $(BIN)/lavik-data --meta-bin $(BIN)/lavik-meta --redis-bin redis-server \
+		--trials $(FAILOVER_TRIALS) $(if $(BENCH_WORKDIR),--workdir $(BENCH_WORKDIR)) --json $(BIN)/bench-failover.json
+
 .PHONY: vet
 vet: ## go vet
 	$(GO) vet ./... ./test/...

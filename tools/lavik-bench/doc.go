@@ -13,7 +13,10 @@
 // after growing it far past the limit, to show what reading values from the SSD costs. `repl`
 // (repl.go) measures replication on each kind in turn: a full resync's time, the primary under
 // load before, during and after one, and a follower's lag under SET load, from offsets sampled
-// on both sides (repl_lag.go).
+// on both sides (repl_lag.go). `failover` (failover.go) kills the primary of a lavik-meta
+// managed pair and of a Sentinel-managed Redis pair with SIGKILL, trial after trial, under two
+// writers, and reports the time until the survivor takes writes and the acknowledged writes it
+// lacks, with and without WAIT.
 //
 // Honesty is designed in rather than assumed. Values are a pure function of key and version
 // (keyspace.go), every read reply is checked for key, version and length, a sample byte for

@@ -134,6 +134,20 @@ func newApp(stdout, stderr io.Writer, code *int) *cli.App {
 					return err
 				},
 			},
+			{
+				Name:      "failover",
+				Usage:     "kill -9 failover drill, Lavik (lavik-meta) and Redis (Sentinel) side by side: failover time, acknowledged writes lost with and without WAIT, spurious failovers",
+				UsageText: "lavik-bench failover --lavik-bin bin/lavik-data --meta-bin bin/lavik-meta --redis-bin redis-server --trials 20 [--json failover.json]",
+				Flags:     failoverFlags(),
+				Action: func(c *cli.Context) error {
+					cfg, err := parseFailoverConfig(c)
+					if err != nil {
+						return usageError(err)
+					}
+					*code, err = failoverCommand(c.Context, cfg, stdout, stderr)
+					return err
+				},
+			},
 		},
 	}
 }
