@@ -58,6 +58,7 @@ type metaMember struct {
 	mu                     sync.Mutex
 	log                    strings.Builder
 	peers                  string
+	join                   bool // added by lavikctl meta add: start with --join
 	t                      *testing.T
 }
 
@@ -65,6 +66,9 @@ func (m *metaMember) start() {
 	t := m.t
 	m.cmd = exec.Command(metaBinary(t), "--id", fmt.Sprint(m.id), "--dir", m.dir, "--listen", m.client, "--peer-listen", m.peer,
 		"--sentinel-listen", m.sentinel, "--peers", m.peers)
+	if m.join {
+		m.cmd.Args = append(m.cmd.Args, "--join")
+	}
 	pr, pw := io.Pipe()
 	m.cmd.Stdout, m.cmd.Stderr = pw, pw
 	if err := m.cmd.Start(); err != nil {
@@ -108,13 +112,22 @@ func (m *metaMember) kill() {
 }
 
 // startMeta starts a three-member lavik-meta group.
-func startMeta(t *testing.T) []*metaMember {
+func startMeta(t *testing.T) []*metaMember { return startMetaAdvertising(t, nil) }
+
+// startMetaAdvertising starts a three-member lavik-meta group whose members give others
+// (data nodes, lavikctl, in their not-leader answers) the client address advertise returns
+// for them: a proxy in front of it, say. nil: their own.
+func startMetaAdvertising(t *testing.T, advertise func(m *metaMember) string) []*metaMember {
 	var ms []*metaMember
 	var peers []string
 	for id := 1; id <= 3; id++ {
 		m := &metaMember{id: id, client: metaFreeAddr(t), peer: metaFreeAddr(t), sentinel: metaFreeAddr(t), dir: t.TempDir(), t: t}
 		ms = append(ms, m)
-		peers = append(peers, fmt.Sprintf("%d=meta-%d@%s@%s", id, id, m.peer, m.client))
+		client := m.client
+		if advertise != nil {
+			client = advertise(m)
+		}
+		peers = append(peers, fmt.Sprintf("%d=meta-%d@%s@%s", id, id, m.peer, client))
 	}
 	for _, m := range ms {
 		m.peers = strings.Join(peers, ",")

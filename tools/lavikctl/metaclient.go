@@ -50,6 +50,13 @@ func (m *metaClient) call(ctx context.Context, what string, timeout time.Duratio
 			unreachable = append(unreachable, asExit(err))
 			continue
 		}
+		if ee := asExit(err); ee.code == exitTimeout && !isDecision(what) && ctx.Err() == nil {
+			// A member that accepts connections but does not answer (stopped, overloaded):
+			// a read may as well be asked of another one.
+			m.note(fmt.Sprintf("lavik-meta member %s did not answer %s within %v; asking the next member", addr, what, timeout))
+			unreachable = append(unreachable, ee)
+			continue
+		}
 		var nl *notLeaderError
 		if !errors.As(err, &nl) {
 			return err

@@ -91,8 +91,14 @@ func (l *Link) conn(addr string) (*grpc.ClientConn, error) {
 	return c, err
 }
 
-// call runs fn against the leader, trying the members and following NotLeader details.
-func (l *Link) call(ctx context.Context, fn func(metav1.MetaClient) error) error {
+// attemptTimeout bounds one call to one member: a member that is stopped or cut off (its
+// port still accepting connections) must not hold up the search for the leader, which has
+// to be found within a lease.
+const attemptTimeout = 250 * time.Millisecond
+
+// call runs fn against the leader, trying the members and following NotLeader details; each
+// try gets attemptTimeout of ctx's time.
+func (l *Link) call(ctx context.Context, fn func(context.Context, metav1.MetaClient) error) error {
 	l.mu.Lock()
 	order := []string{}
 	if l.leader != "" {
@@ -108,7 +114,9 @@ func (l *Link) call(ctx context.Context, fn func(metav1.MetaClient) error) error
 			last = err
 			continue
 		}
-		err = fn(metav1.NewMetaClient(c))
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err = fn(actx, metav1.NewMetaClient(c))
+		cancel()
 		if err == nil {
 			l.mu.Lock()
 			l.leader = addr
@@ -119,6 +127,14 @@ func (l *Link) call(ctx context.Context, fn func(metav1.MetaClient) error) error
 		st, _ := status.FromError(err)
 		if st.Code() != codes.Unavailable && st.Code() != codes.DeadlineExceeded {
 			return err
+		}
+		l.mu.Lock()
+		if l.leader == addr {
+			l.leader = "" // start from the list next time, unless a member names the leader
+		}
+		l.mu.Unlock()
+		if ctx.Err() != nil {
+			return last
 		}
 		for _, d := range st.Details() {
 			if nl, ok := d.(*metav1.NotLeader); ok && nl.LeaderAddress != "" && nl.LeaderAddress != addr {
@@ -162,7 +178,7 @@ func (l *Link) register() (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var resp *metav1.RegisterNodeResponse
-	err := l.call(ctx, func(c metav1.MetaClient) error {
+	err := l.call(ctx, func(ctx context.Context, c metav1.MetaClient) error {
 		var err error
 		resp, err = c.RegisterNode(ctx, &metav1.RegisterNodeRequest{NodeId: l.ident.NodeID(), DataAddress: l.cfg.DataAddr,
 			AdminAddress: l.cfg.AdminAddr, ShardGroup: l.cfg.ShardGroup, Epoch: l.ident.Epoch(), Version: l.cfg.Version})
@@ -193,7 +209,7 @@ func (l *Link) heartbeat(interval *time.Duration) error {
 	defer cancel()
 	sent := l.node.LeaseClock()
 	var resp *metav1.HeartbeatResponse
-	err := l.call(ctx, func(c metav1.MetaClient) error {
+	err := l.call(ctx, func(ctx context.Context, c metav1.MetaClient) error {
 		var err error
 		resp, err = c.Heartbeat(ctx, req)
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -213,6 +214,7 @@ func (m *Member) loop() {
 	t := time.NewTicker(m.cfg.Failover.HeartbeatInterval / 4)
 	defer t.Stop()
 	recorded := false
+	var loggedBlocked map[string]string
 	for {
 		select {
 		case <-m.stop:
@@ -234,6 +236,12 @@ func (m *Member) loop() {
 		if err == nil {
 			m.authMu.Lock()
 			decisions := auth.Tick(m.clock(), topo)
+			for g, why := range auth.Blocked() {
+				if loggedBlocked[g] != why {
+					m.log.Warn("meta: a group needs a new primary and no follower is fit", "group", g, "why", why)
+				}
+			}
+			loggedBlocked = maps.Clone(auth.Blocked())
 			m.authMu.Unlock()
 			for _, d := range decisions {
 				r, err := m.propose(ctx, d)
@@ -274,7 +282,14 @@ func (m *Member) recordMembers(ctx context.Context) error {
 		have[x.ID] = true
 	}
 	if !have[m.cfg.ID] {
-		if _, err := m.propose(ctx, fsm.AddMember{ID: m.cfg.ID, Name: m.cfg.Name, PeerAddress: m.PeerAddr(), ClientAddress: m.ClientAddr()}); err != nil {
+		// The addresses --peers gives for this member are the ones to advertise (a member
+		// listening on 0.0.0.0 is reached at its host's address); the listeners' own only
+		// when it has none.
+		peer, client := m.PeerAddr(), m.ClientAddr()
+		if p, ok := m.cfg.Peers[m.cfg.ID]; ok {
+			peer, client = p.PeerAddr, p.ClientAddr
+		}
+		if _, err := m.propose(ctx, fsm.AddMember{ID: m.cfg.ID, Name: m.cfg.Name, PeerAddress: peer, ClientAddress: client}); err != nil {
 			return err
 		}
 	}

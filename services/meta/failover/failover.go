@@ -18,7 +18,9 @@
 package failover
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lavikdb/lavik/services/meta/fsm"
@@ -99,6 +101,9 @@ type Authority struct {
 	// leases are the grants by group. Invariant: a group's lease names its primary at the
 	// epoch it was granted at.
 	leases map[string]lease
+	// blocked says, for each group that needs a new primary and has no follower fit to be
+	// one, why each follower is unfit (for the leader's log; see Blocked).
+	blocked map[string]string
 	// handover holds the groups whose primary gets no new lease (a switchover in progress),
 	// with when the hold began.
 	handover map[string]time.Duration
@@ -106,7 +111,7 @@ type Authority struct {
 
 // New returns the authority of a member that became leader at now.
 func New(cfg Config, now time.Duration) *Authority {
-	return &Authority{cfg: cfg, since: now, nodes: map[string]*node{}, leases: map[string]lease{}, handover: map[string]time.Duration{}}
+	return &Authority{cfg: cfg, since: now, nodes: map[string]*node{}, leases: map[string]lease{}, handover: map[string]time.Duration{}, blocked: map[string]string{}}
 }
 
 // Config is the authority's configuration.
@@ -209,6 +214,36 @@ func (a *Authority) Best(now time.Duration, g fsm.GroupView) (fsm.Node, Heartbea
 	return best, bestHB, found
 }
 
+// unfit says why no follower of g is fit to be promoted at now (see Best).
+func (a *Authority) unfit(now time.Duration, g fsm.GroupView) string {
+	history := ""
+	if p := a.nodes[g.Primary]; g.Primary != "" && p != nil {
+		history = p.hb.ReplicationID
+	}
+	var why []string
+	for _, f := range g.Followers {
+		n := a.nodes[f.ID]
+		switch {
+		case n == nil:
+			why = append(why, f.ID+": no heartbeat since this member leads")
+		case !a.alive(now, f.ID):
+			why = append(why, fmt.Sprintf("%s: silent (no heartbeat in %v)", f.ID, a.cfg.FailAfter))
+		case n.hb.Health != HealthOK:
+			why = append(why, fmt.Sprintf("%s: health %d", f.ID, n.hb.Health))
+		case history != "" && n.hb.ReplicationID != history:
+			why = append(why, fmt.Sprintf("%s: replication id %s, not the primary's %s", f.ID, n.hb.ReplicationID, history))
+		}
+	}
+	if len(why) == 0 {
+		return "no followers"
+	}
+	return strings.Join(why, "; ")
+}
+
+// Blocked returns, for each group that needs a new primary but has no fit follower, why each
+// follower is unfit, as of the last Tick.
+func (a *Authority) Blocked() map[string]string { return a.blocked }
+
 // Tick decides, at now, the promotions the topology needs: a group whose primary has been
 // silent for FailAfter and whose lease is over, or a group with no primary, gets its best
 // follower as primary (an fsm.SetPrimary to propose at the group's epoch). A group in a
@@ -234,8 +269,10 @@ func (a *Authority) Tick(now time.Duration, topo fsm.Topology) []fsm.SetPrimary 
 		}
 		f, hb, ok := a.Best(now, g)
 		if !ok {
+			a.blocked[g.ID] = a.unfit(now, g)
 			continue
 		}
+		delete(a.blocked, g.ID)
 		out = append(out, fsm.SetPrimary{ShardGroup: g.ID, NodeID: f.ID, ExpectedEpoch: g.Epoch,
 			ReplicationID: hb.ReplicationID, ReplicationOffset: hb.Offset})
 	}
