@@ -15,9 +15,10 @@ import (
 
 const topologyHelp = `Calls Meta.GetTopology and prints every shard group: its epoch and hash slots, then its
 nodes (primary first) with their role, health, addresses, replication offset and the age of
-their last heartbeat.
+their last heartbeat. What nodes report (health, offset, heartbeat) only the meta leader knows:
+asked of another member, those columns show "-".
 
-With --json: {"version", "linearizable", "applied_index", "shard_groups": [{"id", "epoch",
+With --json: {"version", "linearizable", "applied_index", "heartbeats_known", "shard_groups": [{"id", "epoch",
 "slots": [{"start", "end"}], "nodes": [{"node_id", "data_address", "admin_address", "role",
 "health", "replication_id", "replication_offset", "last_heartbeat_unix_ms", "version"}]}]}
 (nodes primary first; roles PRIMARY, FOLLOWER, UNSPECIFIED; health OK, LOADING, SYNCING,
@@ -61,10 +62,12 @@ func getTopology(ctx context.Context, m *metaClient, timeout time.Duration, stal
 
 // topologyDoc is topology's result; its json tags are the documented --json fields.
 type topologyDoc struct {
-	Version      uint64       `json:"version"`
-	Linearizable bool         `json:"linearizable"`
-	AppliedIndex uint64       `json:"applied_index"`
-	ShardGroups  []shardGroup `json:"shard_groups"`
+	Version      uint64 `json:"version"`
+	Linearizable bool   `json:"linearizable"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// HeartbeatsKnown: the answer came from the leader, which knows what nodes report.
+	HeartbeatsKnown bool         `json:"heartbeats_known"`
+	ShardGroups     []shardGroup `json:"shard_groups"`
 
 	now time.Time // for heartbeat ages in the table
 }
@@ -94,7 +97,7 @@ type topoNode struct {
 }
 
 func topologyFromProto(t *metav1.GetTopologyResponse) topologyDoc {
-	d := topologyDoc{Version: t.Version, Linearizable: t.Linearizable, AppliedIndex: t.AppliedIndex, ShardGroups: []shardGroup{}, now: time.Now()}
+	d := topologyDoc{Version: t.Version, Linearizable: t.Linearizable, AppliedIndex: t.AppliedIndex, HeartbeatsKnown: t.HeartbeatsKnown, ShardGroups: []shardGroup{}, now: time.Now()}
 	for _, g := range t.ShardGroups {
 		sg := shardGroup{ID: g.Id, Epoch: g.Epoch, Slots: []slotRange{}, Nodes: []topoNode{}}
 		for _, r := range g.Slots {
@@ -122,7 +125,11 @@ func (d topologyDoc) tables() []table {
 	if !d.Linearizable {
 		read = fmt.Sprintf("stale, applied index %d", d.AppliedIndex)
 	}
-	out := []table{{notes: []string{fmt.Sprintf("topology version %d (%s), %d shard groups", d.Version, read, len(d.ShardGroups))}}}
+	notes := []string{fmt.Sprintf("topology version %d (%s), %d shard groups", d.Version, read, len(d.ShardGroups))}
+	if !d.HeartbeatsKnown {
+		notes = append(notes, "this member does not lead: what the nodes report (health, offset, heartbeat) is known only to the leader (lavikctl meta list names it)")
+	}
+	out := []table{{notes: notes}}
 	for _, g := range d.ShardGroups {
 		t := table{title: fmt.Sprintf("shard group %s  epoch %d  slots %s", g.ID, g.Epoch, slotsString(g.Slots)),
 			columns: []string{"NODE", "ROLE", "HEALTH", "DATA", "ADMIN", "OFFSET", "HEARTBEAT", "VERSION"}}
@@ -130,8 +137,11 @@ func (d topologyDoc) tables() []table {
 			t.notes = append(t.notes, "no primary (a failover may be in progress)")
 		}
 		for _, n := range g.Nodes {
-			t.rows = append(t.rows, []string{n.NodeID, n.Role, n.Health, n.DataAddress, n.AdminAddress,
-				strconv.FormatUint(n.ReplicationOffset, 10), heartbeatAge(d.now, n.LastHeartbeatUnixMs), n.Version})
+			health, offset, age := n.Health, strconv.FormatUint(n.ReplicationOffset, 10), heartbeatAge(d.now, n.LastHeartbeatUnixMs)
+			if !d.HeartbeatsKnown {
+				health, offset, age = "-", "-", "-"
+			}
+			t.rows = append(t.rows, []string{n.NodeID, n.Role, health, n.DataAddress, n.AdminAddress, offset, age, n.Version})
 		}
 		out = append(out, t)
 	}

@@ -142,6 +142,7 @@ func (s *metaServer) GetTopology(ctx context.Context, req *metav1.GetTopologyReq
 	}
 	resp := &metav1.GetTopologyResponse{Version: t.Version, Linearizable: lin, AppliedIndex: s.m.fsm.Applied()}
 	auth, _ := s.m.authority()
+	resp.HeartbeatsKnown = auth != nil
 	for _, g := range t.Groups {
 		sg := &metav1.ShardGroup{Id: g.ID, Epoch: g.Epoch}
 		if g.PrimaryNode != nil {

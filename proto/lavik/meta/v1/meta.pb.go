@@ -1169,9 +1169,13 @@ type GetTopologyResponse struct {
 	// (which may be behind by any number of decisions).
 	Linearizable bool `protobuf:"varint,3,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	// The raft index the answering member had applied when it answered.
-	AppliedIndex  uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AppliedIndex uint64 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	// Whether the answering member leads and so knows what the nodes report: heartbeats live
+	// only in the leader's memory. When false, every NodeInfo's health, replication_id,
+	// replication_offset and last_heartbeat_unix_ms are unset.
+	HeartbeatsKnown bool `protobuf:"varint,5,opt,name=heartbeats_known,json=heartbeatsKnown,proto3" json:"heartbeats_known,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetTopologyResponse) Reset() {
@@ -1230,6 +1234,13 @@ func (x *GetTopologyResponse) GetAppliedIndex() uint64 {
 		return x.AppliedIndex
 	}
 	return 0
+}
+
+func (x *GetTopologyResponse) GetHeartbeatsKnown() bool {
+	if x != nil {
+		return x.HeartbeatsKnown
+	}
+	return false
 }
 
 // ShardGroup is one primary and its followers, owning a set of hash slots.
@@ -1729,12 +1740,13 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x0fprimary_address\x18\x06 \x01(\tR\x0eprimaryAddress\x122\n" +
 	"\x15heartbeat_interval_ms\x18\a \x01(\rR\x13heartbeatIntervalMs\"V\n" +
 	"\x12GetTopologyRequest\x12@\n" +
-	"\vconsistency\x18\x01 \x01(\x0e2\x1e.lavik.meta.v1.ReadConsistencyR\vconsistency\"\xb6\x01\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x1e.lavik.meta.v1.ReadConsistencyR\vconsistency\"\xe1\x01\n" +
 	"\x13GetTopologyResponse\x12<\n" +
 	"\fshard_groups\x18\x01 \x03(\v2\x19.lavik.meta.v1.ShardGroupR\vshardGroups\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\"\n" +
 	"\flinearizable\x18\x03 \x01(\bR\flinearizable\x12#\n" +
-	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\"\xcc\x01\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12)\n" +
+	"\x10heartbeats_known\x18\x05 \x01(\bR\x0fheartbeatsKnown\"\xcc\x01\n" +
 	"\n" +
 	"ShardGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
