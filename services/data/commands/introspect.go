@@ -34,9 +34,9 @@ type Introspector interface {
 
 // ConnInfo is the connection's side of a CLIENT LIST line, reported by the server.
 type ConnInfo struct {
-	FD                         int
+	FD                          int
 	QbufFree, ArgvMem, MultiMem int64
-	Monitor, Paused            bool
+	Monitor, Paused             bool
 }
 
 // clientBaseMem is what a connection costs beyond its buffers (its structs and reader), for

@@ -83,7 +83,7 @@ type conn struct {
 	fdOpen      bool
 	// hijacked is closed once the loop closed its descriptor of a connection handed over
 	// (hijack).
-	hijacked chan struct{}
+	hijacked  chan struct{}
 	connIntro // MONITOR, CLIENT PAUSE, CLIENT LIST (introspect.go)
 }
 
