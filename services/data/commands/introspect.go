@@ -149,11 +149,7 @@ func slowlogGetCmd(c *Ctx) {
 	}
 	if len(c.Args) == 3 {
 		v, ok := ParseInt(c.Args[2])
-		if !ok {
-			c.Err(ErrNotInt)
-			return
-		}
-		if v < -1 {
+		if !ok || v < -1 {
 			c.Err(Error("ERR count should be greater than or equal to -1"))
 			return
 		}
