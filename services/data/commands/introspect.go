@@ -104,7 +104,7 @@ func init() {
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "2.8.13", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
 			}},
-		&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, Group: "server", Since: "1.0.0", Complexity: "",
+		&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti, Group: "server", Since: "1.0.0", Complexity: "O(1) to start; then O(N) per command run, N its arguments",
 			Summary: "Listens for all requests received by the server in real-time.", Handler: monitorCmd},
 		&Command{Name: "lastsave", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", ExtraACL: []string{"@admin", "@dangerous"}, Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Returns the Unix timestamp of the last successful save to disk.", Handler: lastsaveCmd},
