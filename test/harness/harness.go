@@ -67,7 +67,10 @@ type Server struct {
 	t    testing.TB
 	Dir  string   // data directory; kept across Restart
 	Args []string // extra arguments given at start
-	Addr string   // 127.0.0.1:port once ready
+	// ConfigFile, when set (StartWithConfig), is the config file the server is started with,
+	// given before the other arguments.
+	ConfigFile string
+	Addr       string // 127.0.0.1:port once ready
 
 	cmd    *exec.Cmd
 	logMu  sync.Mutex
@@ -89,6 +92,15 @@ func Start(t testing.TB, args ...string) *Server {
 
 var readyRE = regexp.MustCompile(`ready to accept connections.*addr=([0-9.]+:[0-9]+)`)
 
+// StartWithConfig is Start with the config file path given first, as redis-server takes it.
+func StartWithConfig(t testing.TB, path string, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Dir: t.TempDir(), Args: args, ConfigFile: path}
+	s.start()
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -109,6 +121,9 @@ func (s *Server) start() {
 		}
 		args := []string{"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.Dir,
 			"--save", "", "--appendonly", "yes", "--daemonize", "no"}
+		if s.ConfigFile != "" {
+			args = append([]string{s.ConfigFile}, args...)
+		}
 		cmd = exec.Command("redis-server", append(args, s.Args...)...)
 	} else {
 		port := "0"
@@ -116,6 +131,9 @@ func (s *Server) start() {
 			port = fmt.Sprint(s.port)
 		}
 		args := []string{"--port", port, "--bind", "127.0.0.1", "--dir", s.Dir}
+		if s.ConfigFile != "" {
+			args = append([]string{s.ConfigFile}, args...)
+		}
 		cmd = exec.Command(DataBinary(t), append(args, s.Args...)...)
 	}
 	pr, pw := io.Pipe()

@@ -49,6 +49,8 @@ type Client struct {
 	// written and the server lets go of it; ready is closed once the server no longer reads it.
 	// The command must write no reply. Nil where a connection cannot be handed over.
 	Hijack func() (conn net.Conn, ready <-chan struct{}, err error)
+	// ConnInfo, set by the server, reports the connection's side of CLIENT LIST (introspect.go).
+	ConnInfo func() ConnInfo
 	// ReplPort and ReplIP are what a follower said with REPLCONF listening-port / ip-address.
 	ReplPort int
 	ReplIP   string
@@ -60,6 +62,7 @@ type Client struct {
 	// SkipNext is set by CLIENT REPLY SKIP: the next command's reply is dropped.
 	SkipNext bool
 	NoEvict  atomic.Bool
+	NoTouch  atomic.Bool // CLIENT NO-TOUCH
 	// CloseAfterReply makes the connection close once the pending replies are written (QUIT).
 	CloseAfterReply bool
 	// Multi is the transaction being queued (MULTI), nil outside one; Watches are the keys
@@ -123,16 +126,27 @@ func (cl *Client) Info(now time.Time) string {
 	if multi >= 0 {
 		flags += "x"
 	}
+	ci := cl.connInfo()
+	flags += ci.flags()
 	if cl.NoEvict.Load() {
 		flags += "e"
+	}
+	if cl.NoTouch.Load() {
+		flags += "T"
 	}
 	if flags == "" {
 		flags = "N"
 	}
 	age := int64(now.Sub(cl.Created).Seconds())
 	idle := (now.UnixMilli() - cl.LastActive.Load()) / 1000
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
-		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), multi, cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
+	qbuf, omem := cl.QueryBuf.Load(), cl.OutBuf.Load()
+	obl, events := min(omem, 16384), "r"
+	if omem > 0 {
+		events = "rw"
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=%d oll=%d omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d",
+		cl.ID, cl.Addr, cl.LAddr, ci.FD, name, age, idle, flags, cl.DB.Load(), multi, qbuf, ci.QbufFree, ci.ArgvMem, ci.MultiMem,
+		qbuf+ci.QbufFree, qbuf, obl, 0, omem, ci.totMem(qbuf, omem), events, last, cl.Proto.Load())
 }
 
 // ServerStats are the server-level figures INFO reports.

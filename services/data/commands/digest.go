@@ -31,6 +31,10 @@ func init() {
 			Subcommands: map[string]*Command{
 				"digest": {Arity: 2, Flags: FlagReadonly | FlagAdmin | FlagNoScript, Since: "1.0.0",
 					Complexity: "O(N)", Summary: "Returns a digest of the whole keyspace (LAVIK.DIGEST).", Handler: digestCmd},
+				"sleep": {Arity: 3, Flags: FlagAdmin | FlagNoScript, Since: "1.0.0", Complexity: "O(1)",
+					Summary: "Sleeps for the given seconds (a float); holds up only this client.", Handler: debugSleepCmd},
+				"object": {Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagReadonly, Since: "1.0.0", Complexity: "O(1)",
+					Summary: "Returns low-level information about a key.", Handler: debugObjectCmd},
 				"digest-value": {Arity: -2, Flags: FlagReadonly | FlagAdmin | FlagNoScript, Since: "1.0.0",
 					Complexity: "O(N) in the keys' sizes", Summary: "Returns a digest of each key's value.", Handler: digestValueCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "1.0.0", Complexity: "O(1)",

@@ -30,7 +30,11 @@ var infoSections = []struct {
 	{"stats", true, infoStats},
 	{"replication", true, infoReplication},
 	{"cpu", true, infoCPU},
+	{"modules", true, infoModules},
 	{"commandstats", false, infoCommandstats},
+	{"errorstats", true, infoErrorstats},
+	{"latencystats", false, infoLatencystats},
+	{"cluster", true, infoCluster},
 	{"keyspace", true, infoKeyspace},
 }
 
@@ -97,7 +101,8 @@ func infoServer(c *Ctx, b *strings.Builder) {
 	kv(b, "server_time_usec", time.Now().UnixMicro())
 	kv(b, "uptime_in_seconds", int64(up.Seconds()))
 	kv(b, "uptime_in_days", int64(up.Hours()/24))
-	kv(b, "hz", 10)
+	kv(b, "hz", c.Srv.Config().Get("hz"))
+	kv(b, "configured_hz", c.Srv.Config().Get("hz"))
 	kv(b, "executable", st.Executable)
 	kv(b, "config_file", st.ConfigFile)
 	ks := c.KS.Stats(c.Sess)
@@ -158,10 +163,22 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "used_memory_human", humanBytes(used))
 	kv(b, "used_memory_rss", rss)
 	kv(b, "used_memory_rss_human", humanBytes(rss))
-	kv(b, "used_memory_peak", ms.HeapSys)
+	// The peak is the Go heap's size, which never shrinks below what was once in use.
+	peak := max(int64(ms.HeapSys), used)
+	kv(b, "used_memory_peak", peak)
+	kv(b, "used_memory_peak_human", humanBytes(peak))
 	kv(b, "total_system_memory", totalMemory())
-	kv(b, "maxmemory", 0)
-	kv(b, "maxmemory_policy", "noeviction")
+	kv(b, "total_system_memory_human", humanBytes(totalMemory()))
+	maxmem := c.Srv.Config().Int("maxmemory")
+	kv(b, "maxmemory", maxmem)
+	kv(b, "maxmemory_human", humanBytes(maxmem))
+	kv(b, "maxmemory_policy", c.Srv.Config().Get("maxmemory-policy"))
+	frag := 0.0
+	if used > 0 {
+		frag = float64(rss) / float64(used)
+	}
+	kv(b, "mem_fragmentation_ratio", strconv.FormatFloat(frag, 'f', 2, 64))
+	kv(b, "mem_fragmentation_bytes", rss-used)
 	kv(b, "mem_allocator", "go")
 	kv(b, "lavik_index_bytes", ks.IndexBytes)
 	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
@@ -228,9 +245,14 @@ func infoPersistence(c *Ctx, b *strings.Builder) {
 	}
 	kv(b, "loading", 0)
 	kv(b, "async_loading", 0)
-	kv(b, "rdb_changes_since_last_save", 0)
+	// There are no RDB snapshots: as a Redis server that never saved, the changes since the
+	// start (write commands that succeeded) and the start as the last save.
+	kv(b, "rdb_changes_since_last_save", writesSinceStart())
 	kv(b, "rdb_bgsave_in_progress", 0)
+	kv(b, "rdb_last_save_time", c.Srv.Stats().Started.Unix())
 	kv(b, "rdb_last_bgsave_status", "ok")
+	kv(b, "rdb_last_bgsave_time_sec", -1)
+	kv(b, "rdb_current_bgsave_time_sec", -1)
 	kv(b, "aof_enabled", 1)
 	kv(b, "aof_rewrite_in_progress", 0)
 	kv(b, "aof_last_write_status", status)
@@ -351,6 +373,14 @@ func infoCPU(c *Ctx, b *strings.Builder) {
 	}
 	kv(b, "used_cpu_sys", tv(ru.Stime))
 	kv(b, "used_cpu_user", tv(ru.Utime))
+	var ch syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ch)
+	kv(b, "used_cpu_sys_children", tv(ch.Stime))
+	kv(b, "used_cpu_user_children", tv(ch.Utime))
+	// Lavik has no main thread: its event loops and background work share the process's
+	// threads, so the main thread's figures are the process's.
+	kv(b, "used_cpu_sys_main_thread", tv(ru.Stime))
+	kv(b, "used_cpu_user_main_thread", tv(ru.Utime))
 }
 
 func infoCommandstats(c *Ctx, b *strings.Builder) {

@@ -59,6 +59,8 @@ func init() {
 			Subcommands: map[string]*Command{
 				"encoding": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
 					Summary: "Returns the internal encoding of a Redis object.", Handler: objectEncodingCmd},
+				"refcount": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
+					Summary: "Returns the reference count of a value of a key.", Handler: objectRefcountCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "6.2.0", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
 			}},

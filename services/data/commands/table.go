@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/lavikdb/lavik/services/data/observe"
 )
 
 // Flag is a command property, as in Redis's command table.
@@ -95,6 +97,8 @@ type Command struct {
 // CommandStats are the counters INFO commandstats reports.
 type CommandStats struct {
 	Calls, Usec, Rejected, Failed atomic.Uint64
+	// Hist is the command's latency histogram (INFO latencystats), made at its first call.
+	Hist atomic.Pointer[observe.Hist]
 }
 
 // FullName is the name COMMAND and INFO use ("client|list" for a subcommand).

@@ -83,7 +83,8 @@ type conn struct {
 	fdOpen      bool
 	// hijacked is closed once the loop closed its descriptor of a connection handed over
 	// (hijack).
-	hijacked chan struct{}
+	hijacked  chan struct{}
+	connIntro // MONITOR, CLIENT PAUSE, CLIENT LIST (introspect.go)
 }
 
 // replySpan is one command's reply in the pending output.
@@ -100,6 +101,7 @@ func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
 	cl.Close = c.kill
 	cl.Unblock = c.requestUnblock
 	cl.Hijack = c.hijack
+	cl.ConnInfo = c.connInfo
 	return c
 }
 
@@ -261,7 +263,7 @@ func (c *conn) runDetached() {
 	defer func() { c.ctx.Flush = nil }()
 	for c.next < len(c.cmds) && !c.broken && !c.cl.CloseAfterReply && !c.killed.Load() {
 		cmds := c.cmds[c.next:]
-		if blockingCmd(cmds[0].Args) {
+		if blockingCmd(cmds[0].Args) || c.pausedCmd(cmds[0].Args) {
 			break // it parks on the loop
 		}
 		if n := c.getRun(cmds, false); n > 1 {
@@ -516,6 +518,9 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if ctx.Block != nil {
+		if s.intro.nmon.Load() > 0 && !ctx.Retrying {
+			s.feedMonitors(c, cmd, args)
+		}
 		return // parked, with no reply yet (loop.block)
 	}
 	write := cmd.Flags&commands.FlagWrite != 0 || ctx.Writes
@@ -526,12 +531,15 @@ func (c *conn) dispatch(args [][]byte) {
 		c.abandon(mark, write)
 		return
 	}
-	cmd.Stats.Usec.Add(uint64(time.Since(start).Microseconds()))
+	took := time.Since(start)
+	cmd.Stats.Usec.Add(uint64(took.Microseconds()))
 	cmd.Stats.Calls.Add(1)
 	if ctx.Failed {
 		cmd.Stats.Failed.Add(1)
 		s.stats.errReplies.Add(1)
+		c.countErrorAt(mark)
 	}
+	s.observe(c, cmd, args, multi, took)
 	s.stats.errReplies.Add(uint64(ctx.InnerErrors))
 	c.noteSpan(mark, notes, write)
 	c.applyReplyMode(cmd, before, mark)
@@ -608,7 +616,8 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 	// Each GET's reply is its own span: one whose durability wait fails becomes an error, the
 	// others stand.
 	done := 0
-	failed, ok := c.runGets(keys, func(int) {
+	failed, ok := c.runGets(keys, func(i int) {
+		s.observe(c, getCommand, cmds[i].Args, nil, time.Since(start))
 		c.noteSpan(mark, notes, false)
 		mark, notes, c.midFlushed = c.w.Len(), c.ctx.Sess.Notes(), false
 		done++
@@ -733,6 +742,7 @@ func (c *conn) reject(cmd *commands.Command, err commands.Error) {
 		cmd.Stats.Rejected.Add(1)
 	}
 	c.s.stats.errReplies.Add(1)
+	c.s.countError(string(err))
 	switch {
 	case cmd != nil && cmd.Name == "exec":
 		// Inside MULTI or not, as Redis does.

@@ -64,6 +64,8 @@ const (
 	msgBlockTimeout   // its deadline passed
 	msgUnblockTimeout // CLIENT UNBLOCK c TIMEOUT
 	msgUnblockError   // CLIENT UNBLOCK c ERROR
+	msgMonitor        // lines were fed to the monitor (introspect.go)
+	msgUnpause        // the pause that held the connection ended (introspect.go)
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -256,6 +258,12 @@ func (lp *loop) drainInbox() {
 			lp.endBlocked(c, false)
 		case msgUnblockError:
 			lp.endBlocked(c, true)
+		case msgMonitor:
+			lp.queue(c)
+		case msgUnpause:
+			c.paused = false
+			c.pausedFlag.Store(false)
+			lp.queue(c)
 		case msgSynced:
 			c.syncing = false
 			if !c.syncOK {
@@ -318,7 +326,10 @@ func (lp *loop) service(c *conn) {
 	if c.closed || c.detached || c.syncing || c.waiting {
 		return
 	}
-	if c.blocked {
+	if c.monitor.Load() {
+		c.drainMonitor()
+	}
+	if c.blocked || c.paused {
 		// Parked (block.go): it runs nothing until woken, but a client that went away is
 		// closed now, not at its timeout.
 		if c.hup || c.killed.Load() {
@@ -381,6 +392,13 @@ func (lp *loop) parseCommands(c *conn) bool {
 	}
 	cmds, err := c.rd.Parse(c.cmds[:0], batch)
 	c.cmds, c.next = cmds, 0
+	var argv int64
+	for _, cmd := range cmds {
+		for _, a := range cmd.Args {
+			argv += int64(len(a))
+		}
+	}
+	c.argvMem.Store(argv)
 	if err != nil {
 		c.protocolError(err)
 		return false
@@ -416,6 +434,7 @@ func (lp *loop) fill(c *conn) {
 	}
 	lp.s.stats.netIn.Add(uint64(n))
 	c.cl.QueryBuf.Store(int64(c.rd.Buffered()))
+	c.qbufFree.Store(int64(c.rd.Free()))
 }
 
 // protocolError answers a protocol or limit error and closes the connection after the replies.
@@ -455,6 +474,9 @@ func (lp *loop) runCmds(c *conn) bool {
 			}
 		}
 		cmds := c.cmds[c.next:]
+		if c.pausedCmd(cmds[0].Args) && lp.parkPaused(c) {
+			return false
+		}
 		if n := c.getRun(cmds, true); n > 0 {
 			lp.queueGets(c, cmds[:n])
 			return false
@@ -603,10 +625,14 @@ func (c *conn) batchReply(v keyspace.Value, m keyspace.Meta, ok bool, err error)
 
 // writeGetReply writes one GET's reply of the batch, with its span for the durability wait.
 func (c *conn) writeGetReply(v keyspace.Value, m keyspace.Meta, ok bool, err error) {
+	mark := c.w.Len()
 	if bad, _ := commands.WriteGetReply(&c.ctx, v, m, ok, err); bad {
 		getCommand.Stats.Failed.Add(1)
 		c.s.stats.errReplies.Add(1)
+		c.countErrorAt(mark)
 	}
+	// A GET of a batch took from the batch's start to its reply.
+	c.s.observe(c, getCommand, c.cmds[c.getFrom+c.getDone].Args, nil, time.Since(c.getStart))
 	c.noteSpan(c.getMark, c.getNotes, false)
 	c.getMark, c.getNotes = c.w.Len(), c.ctx.Sess.Notes()
 	c.getDone++
@@ -677,6 +703,8 @@ func (lp *loop) closeConn(c *conn) {
 		return
 	}
 	lp.unblock(c)
+	lp.s.unpark(c)
+	lp.s.stopMonitor(c)
 	c.closed = true
 	unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	delete(lp.conns, int32(c.fd))
@@ -702,7 +730,7 @@ func (lp *loop) sweepIdle(now time.Time) {
 		// As Redis's clientsCronHandleTimeout, which spares replicas, blocked and Pub/Sub
 		// clients, but not one inside MULTI: a connection with a command under way (its GETs,
 		// a detached command, a durability wait) is not idle either.
-		if !c.detached && !c.waiting && !c.syncing && !c.blocked && c.cl.LastActive.Load() < limit {
+		if !c.detached && !c.waiting && !c.syncing && !c.blocked && !c.paused && !c.monitor.Load() && c.cl.LastActive.Load() < limit {
 			lp.closeConn(c)
 		}
 	}

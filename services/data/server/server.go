@@ -53,6 +53,7 @@ type Server struct {
 	outLimits atomic.Pointer[[3]config.OutputLimit]
 
 	blockers blockers
+	intro    introspection // SLOWLOG, LATENCY, MONITOR, CLIENT PAUSE (introspect.go)
 
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
@@ -95,6 +96,7 @@ func New(o Options) *Server {
 		s.repl = o.Replication
 	}
 	s.updateLimits()
+	s.intro.init(s.cfg)
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
@@ -122,6 +124,7 @@ var unauthLimits = resp.Limits{MaxMultibulkLen: 10, MaxBulkLen: 16384, MaxQueryB
 
 // ConfigChanged applies a run-time configuration change.
 func (s *Server) ConfigChanged(name, value string) {
+	s.intro.configChanged(name, value)
 	switch name {
 	case "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit":
 		s.updateLimits()
@@ -404,7 +407,7 @@ func (s *Server) Stats() commands.ServerStats {
 		ProtocolErrors: s.stats.protoErrs.Load(), ConnectedClients: int64(n),
 		TotalErrorReplies: s.stats.errReplies.Load(), ClientQueryBufLimitKills: s.stats.qbufKills.Load(),
 		ClientOutputBufLimitKills: s.stats.obufKills.Load(),
-		BlockedClients:            s.blockers.n.Load(),
+		BlockedClients:            s.blockers.n.Load() + s.intro.npaused.Load(),
 	}
 }
 
@@ -419,4 +422,5 @@ func (s *Server) ResetStats() {
 	s.stats.errReplies.Store(0)
 	s.stats.qbufKills.Store(0)
 	s.stats.obufKills.Store(0)
+	s.resetIntrospection()
 }

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Settings applications and tools set at start-up or read back (maxmemory, slowlog-*, the
+// lazyfree-* family, ...), kept apart from the storage settings of config.go. Each has the
+// meaning Redis gives it where Lavik has the mechanism, and says so where it has not.
+var introspectParams = []*Param{
+	{Name: "maxmemory", Default: "0", Mutable: true, Check: memRange(0, math.MaxInt64),
+		Doc: "memory limit in bytes (units kb, mb, gb accepted) reported by INFO memory; Lavik keeps values on disk, so the limit does not evict yet: it is accepted and reported (0 = none)"},
+	{Name: "maxmemory-policy", Default: "noeviction", Mutable: true,
+		Check: oneOf("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
+		Doc:   "eviction policy reported by INFO memory (maxmemory_policy); validated as Redis does, not acted on yet"},
+	{Name: "maxmemory-samples", Default: "5", Mutable: true, Check: intRange(1, 64),
+		Doc: "keys sampled per eviction (Redis's setting; accepted for configuration tools)"},
+	{Name: "hz", Default: "10", Mutable: true, Check: clampHz,
+		Doc: "Redis's background task frequency (1..500; values outside are clamped as Redis does); INFO server reports it. Lavik's background work runs on its own schedule"},
+	{Name: "slowlog-log-slower-than", Default: "10000", Mutable: true, Check: intRange(-1, math.MaxInt64),
+		Doc: "microseconds a command must take to be logged in the slow log (SLOWLOG): 0 logs every command, -1 none. Too low fills the log with ordinary commands, too high hides slow ones"},
+	{Name: "slowlog-max-len", Default: "128", Mutable: true, Check: intRange(0, math.MaxInt64),
+		Doc: "entries the slow log keeps (the oldest go first); each costs a few hundred bytes at most"},
+	{Name: "latency-monitor-threshold", Default: "0", Mutable: true, Check: intRange(0, math.MaxInt64),
+		Doc: "milliseconds an event (a command, a value-log fsync, an index checkpoint) must take to be recorded by the latency monitor (LATENCY); 0 turns it off"},
+	{Name: "latency-tracking", Default: "yes", Mutable: true, Check: yesNo,
+		Doc: "keep per-command latency histograms for INFO latencystats (one atomic add per command)"},
+	{Name: "latency-tracking-info-percentiles", Default: "50 99 99.9", Mutable: true, Check: percentiles,
+		Doc: "the percentiles INFO latencystats reports, 0..100 each, separated by spaces"},
+	{Name: "lazyfree-lazy-eviction", Default: "no", Mutable: true, Check: yesNo, Doc: lazyfreeDoc},
+	{Name: "lazyfree-lazy-expire", Default: "no", Mutable: true, Check: yesNo, Doc: lazyfreeDoc},
+	{Name: "lazyfree-lazy-server-del", Default: "no", Mutable: true, Check: yesNo, Doc: lazyfreeDoc},
+	{Name: "lazyfree-lazy-user-del", Default: "no", Mutable: true, Check: yesNo, Doc: lazyfreeDoc},
+	{Name: "lazyfree-lazy-user-flush", Default: "no", Mutable: true, Check: yesNo, Doc: lazyfreeDoc},
+}
+
+// lazyfreeDoc is the doc of the lazyfree-* settings.
+const lazyfreeDoc = "accepted for Redis configurations and reported; Lavik frees lazily whatever it says: a deleted, expired or flushed value leaves the index at once and its disk space is given back by the background collector, never by the command"
+
+// busyParams are the script time limit's settings, added here unless another file of the
+// package defines them.
+var busyParams = []*Param{
+	{Name: "busy-reply-threshold", Default: "5000", Mutable: true, Check: intRange(0, math.MaxInt64),
+		Doc: "milliseconds a script may run before other clients get -BUSY (alias lua-time-limit)"},
+	{Name: "lua-time-limit", Default: "5000", Mutable: true, Check: intRange(0, math.MaxInt64),
+		Doc: "the old name of busy-reply-threshold"},
+}
+
+func init() {
+	for _, p := range introspectParams {
+		addParam(p)
+	}
+	for _, p := range busyParams {
+		if byName[p.Name] == nil {
+			addParam(p)
+		}
+	}
+}
+
+// addParam adds a setting defined outside the Params literal.
+func addParam(p *Param) {
+	if byName[p.Name] != nil {
+		panic("config: duplicate setting " + p.Name)
+	}
+	Params = append(Params, p)
+	byName[p.Name] = p
+}
+
+func yesNo(v string) (string, error) { return oneOf("yes", "no")(v) }
+
+// clampHz clamps as Redis does (1..500).
+func clampHz(v string) (string, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("argument couldn't be parsed into an integer")
+	}
+	if n < 0 {
+		return "", fmt.Errorf("argument must be between 0 and 2147483647 inclusive")
+	}
+	return strconv.FormatInt(min(max(n, 1), 500), 10), nil
+}
+
+func percentiles(v string) (string, error) {
+	var out []string
+	for _, f := range strings.Fields(v) {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p > 100 {
+			return "", fmt.Errorf("latency-tracking-info-percentiles: each percentile must be between 0 and 100")
+		}
+		out = append(out, strconv.FormatFloat(p, 'f', -1, 64))
+	}
+	return strings.Join(out, " "), nil
+}
+
+// Percentiles returns latency-tracking-info-percentiles.
+func (c *Config) Percentiles() []float64 {
+	var out []float64
+	for _, f := range strings.Fields(c.Get("latency-tracking-info-percentiles")) {
+		p, _ := strconv.ParseFloat(f, 64)
+		out = append(out, p)
+	}
+	return out
+}
