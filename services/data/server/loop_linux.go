@@ -64,6 +64,7 @@ const (
 	msgBlockTimeout   // its deadline passed
 	msgUnblockTimeout // CLIENT UNBLOCK c TIMEOUT
 	msgUnblockError   // CLIENT UNBLOCK c ERROR
+	msgScriptIdle     // the script it waited for ended or turned busy (scriptwait.go)
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -256,6 +257,9 @@ func (lp *loop) drainInbox() {
 			lp.endBlocked(c, false)
 		case msgUnblockError:
 			lp.endBlocked(c, true)
+		case msgScriptIdle:
+			c.scriptParked = false
+			lp.queue(c)
 		case msgSynced:
 			c.syncing = false
 			if !c.syncOK {
@@ -316,6 +320,12 @@ func (lp *loop) markDirty(c *conn) {
 // has nothing left, waits (for its GETs, for room in its socket), or was handed to a goroutine.
 func (lp *loop) service(c *conn) {
 	if c.closed || c.detached || c.syncing || c.waiting {
+		return
+	}
+	if c.scriptParked {
+		if c.hup || c.killed.Load() {
+			lp.closeConn(c)
+		}
 		return
 	}
 	if c.blocked {
@@ -455,6 +465,9 @@ func (lp *loop) runCmds(c *conn) bool {
 			}
 		}
 		cmds := c.cmds[c.next:]
+		if lp.parkForScript(c, cmds[0].Args) {
+			return false
+		}
 		if n := c.getRun(cmds, true); n > 0 {
 			lp.queueGets(c, cmds[:n])
 			return false

@@ -21,6 +21,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/script"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -53,6 +54,7 @@ type Server struct {
 	outLimits atomic.Pointer[[3]config.OutputLimit]
 
 	blockers blockers
+	scripts  *script.Engine
 
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
@@ -93,6 +95,10 @@ func New(o Options) *Server {
 	}
 	if o.Replication != nil {
 		s.repl = o.Replication
+	}
+	s.scripts = script.New(s.log)
+	if err := commands.LoadFunctions(s.scripts, s.cfg.Get("dir")); err != nil {
+		s.log.Error("loading the functions' libraries failed", "err", err)
 	}
 	s.updateLimits()
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
