@@ -169,10 +169,21 @@ func runScript(c *Ctx, kind string) {
 	c.Flush = nil
 	e.SetBusyThreshold(c.Srv.Config().Int("busy-reply-threshold"))
 	ctx := e.Begin()
-	_, err := c.KS.Exec(c.Sess, nil, func() {
-		e.RunLocked(ctx, s, keys, argv, h, out)
-	})
-	e.End()
+	defer e.End()
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r != script.ErrAborted {
+					panic(r)
+				}
+				err = Error("ERR lavik: the script was stopped because the server is shutting down; none of its writes were applied")
+			}
+		}()
+		_, err = c.KS.Exec(c.Sess, nil, func() {
+			e.RunLocked(ctx, s, keys, argv, h, out)
+		})
+		return err
+	}()
 	c.Failed, c.InnerErrors = false, h.failed
 	switch {
 	case err != nil:
@@ -223,7 +234,12 @@ func (h *scriptHost) Call(args [][]byte, proto int) []byte {
 	if cmd.Flags&FlagNoScript != 0 {
 		return h.refuse(errScriptDenied)
 	}
-	if cmd.Flags&FlagBlocking != 0 && (cmd.Name == "xread" || cmd.Name == "xreadgroup") {
+	// Redis 7.0 flags its blocking commands noscript, except XREAD and XREADGROUP, which a
+	// script may run without BLOCK.
+	if cmd.Flags&FlagBlocking != 0 && cmd.Name != "xread" && cmd.Name != "xreadgroup" {
+		return h.refuse(errScriptDenied)
+	}
+	if cmd.Flags&FlagBlocking != 0 {
 		for _, a := range args[1:] {
 			if strings.EqualFold(string(a), "block") {
 				return h.refuse(Error("ERR " + cmd.Name + " command is not allowed with BLOCK option from scripts"))

@@ -54,6 +54,7 @@ type Engine struct {
 		cancel  context.CancelFunc
 		wrote   bool
 		killed  bool
+		aborted bool
 		timer   *time.Timer
 		waiters []func()
 	}
@@ -97,7 +98,7 @@ func (e *Engine) newState() {
 	math := g.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(e.mathRandom))
 	math.RawSetString("randomseed", L.NewFunction(e.mathRandomseed))
-	e.srand48(0)
+	e.rand = 0x1234ABCD330E // rand.c's initial state: Redis 7 never seeds it
 	openRedis(e, L)
 	openCjson(L)
 	openCmsgpack(L)
@@ -156,7 +157,7 @@ func (e *Engine) LoadLocked(body []byte) (*Script, error) {
 	if fn, ok := e.scripts[sha]; ok {
 		return &Script{fn: fn, Name: sha}, nil
 	}
-	fn, err := e.L.Load(strings.NewReader(string(body)), "@user_script")
+	fn, err := e.L.Load(strings.NewReader(string(body)), "user_script")
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling script (new function): %s", compileMsg(err))
 	}
@@ -234,7 +235,7 @@ func (e *Engine) Begin() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.run.mu.Lock()
 	defer e.run.mu.Unlock()
-	e.run.cancel, e.run.wrote, e.run.killed = cancel, false, false
+	e.run.cancel, e.run.wrote, e.run.killed, e.run.aborted = cancel, false, false, false
 	e.running.Store(true)
 	ms := e.threshold.Load()
 	e.run.timer = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
@@ -282,6 +283,20 @@ func (e *Engine) Kill() error {
 	return nil
 }
 
+// Abort stops the running script, if any, whatever it did (the server is closing): its run
+// panics with ErrAborted once Lua stops, so that keyspace.Exec drops its writes.
+func (e *Engine) Abort() {
+	e.run.mu.Lock()
+	defer e.run.mu.Unlock()
+	if e.running.Load() {
+		e.run.killed, e.run.aborted = true, true
+		e.run.cancel()
+	}
+}
+
+// ErrAborted is the panic of a run that Abort stopped.
+var ErrAborted = errors.New("script: aborted: the server is closing")
+
 // Run runs s with keys and args, calling host for redis.call, and writes its reply (or error)
 // to w, in w's protocol. The engine is held (LockLocked) and Begin was called with ctx.
 func (e *Engine) RunLocked(ctx context.Context, s *Script, keys, args [][]byte, host Host, w *resp.Writer) {
@@ -304,10 +319,14 @@ func (e *Engine) RunLocked(ctx context.Context, s *Script, keys, args [][]byte, 
 		L.Push(bytesTable(L, args))
 		err = L.PCall(2, 1, L.NewFunction(errHandler))
 	}
+	e.run.mu.Lock()
+	killed, aborted := e.run.killed, e.run.aborted
+	e.run.mu.Unlock()
+	if aborted {
+		L.SetTop(0)
+		panic(ErrAborted)
+	}
 	if err != nil {
-		e.run.mu.Lock()
-		killed := e.run.killed
-		e.run.mu.Unlock()
 		w.Error(e.errorLine(err, s, killed))
 		L.SetTop(0)
 		return

@@ -98,7 +98,7 @@ func (e *Engine) LoadLibraryLocked(code string, replace bool) (string, error) {
 		return "", errors.New("ERR Library '" + name + "' already exists")
 	}
 	// The shebang line stays a line, so that errors name the code's own line numbers.
-	fn, err := e.L.Load(strings.NewReader("\n"+rest), "@user_function")
+	fn, err := e.L.Load(strings.NewReader("\n"+rest), "user_function")
 	if err != nil {
 		return "", errors.New("ERR Error compiling function: " + compileMsg(err))
 	}

@@ -468,13 +468,17 @@ func (lp *loop) runCmds(c *conn) bool {
 		if lp.parkForScript(c, cmds[0].Args) {
 			return false
 		}
-		if n := c.getRun(cmds, true); n > 0 {
-			lp.queueGets(c, cmds[:n])
-			return false
-		}
-		if c.heavy(cmds[0].Args) {
-			lp.detach(c)
-			return false
+		// While a script runs, what reaches here is answered BUSY or allowed while busy:
+		// dispatch does either without touching the keyspace.
+		if !lp.s.scripts.Running() {
+			if n := c.getRun(cmds, true); n > 0 {
+				lp.queueGets(c, cmds[:n])
+				return false
+			}
+			if c.heavy(cmds[0].Args) {
+				lp.detach(c)
+				return false
+			}
 		}
 		c.next++
 		c.dispatch(cmds[0].Args)

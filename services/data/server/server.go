@@ -360,6 +360,8 @@ func (s *Server) Close() {
 		cl.Close()
 	}
 	s.mu.Unlock()
+	// A running script is stopped, its writes dropped: nothing else would end a runaway one.
+	s.scripts.Abort()
 	s.wg.Wait()
 	s.loopsMu.Lock()
 	defer s.loopsMu.Unlock()
