@@ -95,13 +95,13 @@ func TestScriptingConversionRESP3(t *testing.T) {
 	c.ZAdd(ctx, "z", redis.Z{Score: 1.5, Member: "a"})
 	// Replies of redis.call under setresp(3), seen from Lua.
 	for body, want := range map[string]any{
-		"redis.setresp(3); return redis.call('hgetall', 'h').map.f":                  "v",
-		"redis.setresp(3); return redis.call('smembers', 's').set.m and 1 or 0":      int64(1),
-		"redis.setresp(3); return tostring(redis.call('zscore', 'z', 'a').double)":   "1.5",
-		"redis.setresp(3); return redis.call('get', 'nosuch') == nil and 1 or 0":     int64(1),
-		"redis.setresp(2); return type(redis.call('hgetall', 'h'))":                 "table",
-		"redis.setresp(2); return redis.call('hgetall', 'h')[2]":                    "v",
-		"redis.setresp(2); return tostring(redis.call('zscore', 'z', 'a'))":          "1.5",
+		"redis.setresp(3); return redis.call('hgetall', 'h').map.f":                "v",
+		"redis.setresp(3); return redis.call('smembers', 's').set.m and 1 or 0":    int64(1),
+		"redis.setresp(3); return tostring(redis.call('zscore', 'z', 'a').double)": "1.5",
+		"redis.setresp(3); return redis.call('get', 'nosuch') == nil and 1 or 0":   int64(1),
+		"redis.setresp(2); return type(redis.call('hgetall', 'h'))":                "table",
+		"redis.setresp(2); return redis.call('hgetall', 'h')[2]":                   "v",
+		"redis.setresp(2); return tostring(redis.call('zscore', 'z', 'a'))":        "1.5",
 	} {
 		got, err := c2.Eval(ctx, body, nil).Result()
 		if err != nil || !reflect.DeepEqual(got, want) {
@@ -115,11 +115,18 @@ func TestScriptingConversionRESP3(t *testing.T) {
 	if v, err := c.Eval(ctx, "return {double=3.5}", nil).Result(); err != nil || v != 3.5 {
 		t.Fatalf("double: %#v %v", v, err)
 	}
-	if v, err := c.Eval(ctx, "return true", nil).Result(); err != nil || v != true {
+	// Booleans are RESP3 booleans only after the script's setresp(3).
+	if v, err := c.Eval(ctx, "return true", nil).Result(); err != nil || v != int64(1) {
 		t.Fatalf("true: %#v %v", v, err)
 	}
-	if v, err := c.Eval(ctx, "return false", nil).Result(); err != nil || v != false {
-		t.Fatalf("false: %#v %v", v, err)
+	if v, err := c.Eval(ctx, "redis.setresp(3); return true", nil).Result(); err != nil || v != true {
+		t.Fatalf("true after setresp(3): %#v %v", v, err)
+	}
+	if v, err := c.Eval(ctx, "redis.setresp(3); return false", nil).Result(); err != nil || v != false {
+		t.Fatalf("false after setresp(3): %#v %v", v, err)
+	}
+	if v, err := c2.Eval(ctx, "redis.setresp(3); return false", nil).Result(); err != nil || v != int64(0) {
+		t.Fatalf("false after setresp(3) to a RESP2 client: %#v %v", v, err)
 	}
 	if v, err := c.Eval(ctx, "return {set={x=true}}", nil).Result(); err != nil || !reflect.DeepEqual(v, []any{"x"}) {
 		if m, ok := v.(map[any]struct{}); !ok || len(m) != 1 {
@@ -134,7 +141,7 @@ func TestScriptingConversionRESP3(t *testing.T) {
 		t.Fatalf("double over RESP2: %#v %v", v, err)
 	}
 	_, err := c2.Eval(ctx, "redis.setresp(4)", nil).Result()
-	wantErrPrefix(t, err, "ERR user_script:1: RESP version must be 2 or 3.")
+	wantErrPrefix(t, err, "ERR RESP version must be 2 or 3. script: ")
 }
 
 func TestScriptingErrors(t *testing.T) {
@@ -145,7 +152,7 @@ func TestScriptingErrors(t *testing.T) {
 	sha := func(body string) string { return c.ScriptLoad(ctx, body).Val() }
 	for _, tc := range []struct{ body, want string }{
 		{"return a", "ERR user_script:1: Script attempted to access nonexistent global variable 'a' script: " + sha("return a") + ", on @user_script:1."},
-		{"x = 1", "ERR Attempt to modify a readonly table script: " + sha("x = 1") + ", on @user_script:1."},
+		{"x = 1", "ERR user_script:1: Attempt to modify a readonly table script: " + sha("x = 1") + ", on @user_script:1."},
 		{"error('boom')", "ERR user_script:1: boom script: " + sha("error('boom')") + ", on @user_script:1."},
 		{"\nreturn redis.call('nosuch')", "ERR Unknown Redis command called from script script: " + sha("\nreturn redis.call('nosuch')") + ", on @user_script:2."},
 		{"return redis.call('lpush', 'str', 'x')", "WRONGTYPE Operation against a key holding the wrong kind of value script: " + sha("return redis.call('lpush', 'str', 'x')") + ", on @user_script:1."},
@@ -158,7 +165,7 @@ func TestScriptingErrors(t *testing.T) {
 		{"return dofile('/etc/passwd')", "ERR user_script:1: Script attempted to access nonexistent global variable 'dofile'"},
 		{"return require('x')", "ERR user_script:1: Script attempted to access nonexistent global variable 'require'"},
 		{"return io", "ERR user_script:1: Script attempted to access nonexistent global variable 'io'"},
-		{"function f() end", "ERR Attempt to modify a readonly table"},
+		{"function f() end", "ERR user_script:1: Attempt to modify a readonly table"},
 		{"return 1 +", "ERR Error compiling script (new function): user_script:1:"},
 	} {
 		_, err := evalR(t, c, tc.body, nil)
@@ -244,28 +251,28 @@ func TestScriptingLibraries(t *testing.T) {
 	s := harness.Start(t)
 	c := s.Client()
 	for body, want := range map[string]any{
-		"return cjson.encode({})":                                                      "{}",
-		"return cjson.encode({a=1})":                                                   `{"a":1}`,
-		"return cjson.encode({1,2,'x',true,false})":                                    `[1,2,"x",true,false]`,
-		"return cjson.encode({1.5, 1e20, 0.1, -3, 'a/b'})":                             `[1.5,1e+20,0.1,-3,"a\/b"]`,
-		"return cjson.encode(cjson.decode('[1,null,\"x\",{\"a\":[]}]'))":               `[1,null,"x",{"a":{}}]`,
-		"return cjson.decode('{\"a\":{\"b\":[10,20]}}').a.b[2]":                          int64(20),
-		"return cjson.decode('[null]')[1] == cjson.null and 1 or 0":                     int64(1),
-		"return cjson.encode(cjson.decode('\"\\\\u00e9\\\\n\"'))":                        `"é\n"`,
-		"return bit.tohex(65535)":                                                       "0000ffff",
-		"return bit.tohex(-1, -4)":                                                      "FFFF",
-		"return {bit.band(12, 10), bit.bor(12, 10), bit.bxor(12, 10), bit.bnot(0)}":     []any{int64(8), int64(14), int64(6), int64(-1)},
+		"return cjson.encode({})":                                                                  "{}",
+		"return cjson.encode({a=1})":                                                               `{"a":1}`,
+		"return cjson.encode({1,2,'x',true,false})":                                                `[1,2,"x",true,false]`,
+		"return cjson.encode({1.5, 1e20, 0.1, -3, 'a/b'})":                                         `[1.5,1e+20,0.1,-3,"a\/b"]`,
+		"return cjson.encode(cjson.decode('[1,null,\"x\",{\"a\":[]}]'))":                           `[1,null,"x",{"a":{}}]`,
+		"return cjson.decode('{\"a\":{\"b\":[10,20]}}').a.b[2]":                                    int64(20),
+		"return cjson.decode('[null]')[1] == cjson.null and 1 or 0":                                int64(1),
+		"return cjson.encode(cjson.decode('\"\\\\u00e9\\\\n\"'))":                                  `"é\n"`,
+		"return bit.tohex(65535)":                                                                  "0000ffff",
+		"return bit.tohex(-1, -4)":                                                                 "FFFF",
+		"return {bit.band(12, 10), bit.bor(12, 10), bit.bxor(12, 10), bit.bnot(0)}":                []any{int64(8), int64(14), int64(6), int64(-1)},
 		"return {bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-16, 2), bit.tobit(2^32 + 5)}": []any{int64(-2147483648), int64(15), int64(-4), int64(5)},
-		"return struct.pack('>I2', 258)":                                                "\x01\x02",
-		"return struct.pack('<i4', -2)":                                                 "\xfe\xff\xff\xff",
-		"return {struct.unpack('>I2I2', '\\1\\2\\0\\3')}":                               []any{int64(258), int64(3), int64(5)},
-		"return struct.size('>iIhd')":                                                   int64(18),
-		"return {struct.unpack('<i4c3s', struct.pack('<i4c3s', 7, 'abc', 'zt'))}":       []any{int64(7), "abc", "zt", int64(11)},
-		"return cmsgpack.pack({1,2,3})":                                                 "\x93\x01\x02\x03",
-		"return cmsgpack.pack('hi', -1, 300, true, 1.5)":                                "\xa2hi\xff\xcd\x01\x2c\xc3\xca\x3f\xc0\x00\x00",
-		"local t = cmsgpack.unpack(cmsgpack.pack({a={1,2},b='x'})); return {t.a[2], t.b}": []any{int64(2), "x"},
-		"return {cmsgpack.unpack(cmsgpack.pack(1, 'two', 3))}":                          []any{int64(1), "two", int64(3)},
-		"return math.random(1, 1000) >= 1 and 1 or 0":                                    int64(1),
+		"return struct.pack('>I2', 258)":                                                           "\x01\x02",
+		"return struct.pack('<i4', -2)":                                                            "\xfe\xff\xff\xff",
+		"return {struct.unpack('>I2I2', '\\1\\2\\0\\3')}":                                          []any{int64(258), int64(3), int64(5)},
+		"return struct.size('>iIhd')":                                                              int64(18),
+		"return {struct.unpack('<i4c3s', struct.pack('<i4c3s', 7, 'abc', 'zt'))}":                  []any{int64(7), "abc", "zt", int64(11)},
+		"return cmsgpack.pack({1,2,3})":                                                            "\x93\x01\x02\x03",
+		"return cmsgpack.pack('hi', -1, 300, true, 1.5)":                                           "\xa2hi\xff\xcd\x01\x2c\xc3\xca\x3f\xc0\x00\x00",
+		"local t = cmsgpack.unpack(cmsgpack.pack({a={1,2},b='x'})); return {t.a[2], t.b}":          []any{int64(2), "x"},
+		"return {cmsgpack.unpack(cmsgpack.pack(1, 'two', 3))}":                                     []any{int64(1), "two", int64(3)},
+		"return math.random(1, 1000) >= 1 and 1 or 0":                                              int64(1),
 	} {
 		got, err := evalR(t, c, body, nil)
 		if err != nil || !reflect.DeepEqual(got, want) {

@@ -19,8 +19,9 @@ import (
 // -> boolean, double -> {double=number}, big number -> {big_number=text}, verbatim ->
 // {verbatim_string={format=..., string=...}}.
 //
-// Lua to reply (the script's result): number -> integer (truncated), string -> bulk, true -> 1
-// (RESP3: #t), false and nil -> null (RESP3: #f for false), {ok=} -> status, {err=} -> error,
+// Lua to reply (the script's result): number -> integer (truncated), string -> bulk, true -> 1,
+// false and nil -> null (after redis.setresp(3), booleans are booleans: #t/#f, or 1/0 to a RESP2
+// client), {ok=} -> status, {err=} -> error,
 // {double=} -> double, {map=} -> map, {set=} -> set, {big_number=} -> big number, other tables
 // -> array up to the first nil.
 
@@ -93,11 +94,13 @@ func parseReply(b []byte) (resp.Value, error) {
 }
 
 // luaToReply writes the script's result v to w.
-func luaToReply(L *lua.LState, v lua.LValue, w *resp.Writer) {
-	luaToReplyDepth(L, v, w, 0)
+// proto is the script's (redis.setresp): booleans are RESP3 booleans only after setresp(3), as
+// in Redis 7.0.
+func luaToReply(L *lua.LState, v lua.LValue, w *resp.Writer, proto int) {
+	luaToReplyDepth(L, v, w, 0, proto)
 }
 
-func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth int) {
+func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth, proto int) {
 	if depth > 1000 {
 		w.Error("ERR reached lua stack limit")
 		return
@@ -108,7 +111,7 @@ func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth int) {
 	case lua.LNumber:
 		w.Int(int64(float64(x)))
 	case lua.LBool:
-		if w.Proto() == 3 {
+		if proto == 3 {
 			w.Bool(bool(x))
 		} else if x {
 			w.Int(1)
@@ -146,8 +149,8 @@ func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth int) {
 				w.Array(2 * len(keys))
 			}
 			for i := range keys {
-				luaToReplyDepth(L, keys[i], w, depth+1)
-				luaToReplyDepth(L, vals[i], w, depth+1)
+				luaToReplyDepth(L, keys[i], w, depth+1, proto)
+				luaToReplyDepth(L, vals[i], w, depth+1, proto)
 			}
 			return
 		}
@@ -156,7 +159,7 @@ func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth int) {
 			s.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
 			w.Set(len(keys))
 			for _, k := range keys {
-				luaToReplyDepth(L, k, w, depth+1)
+				luaToReplyDepth(L, k, w, depth+1, proto)
 			}
 			return
 		}
@@ -170,7 +173,7 @@ func luaToReplyDepth(L *lua.LState, v lua.LValue, w *resp.Writer, depth int) {
 		}
 		w.Array(n)
 		for i := 1; i <= n; i++ {
-			luaToReplyDepth(L, x.RawGetInt(i), w, depth+1)
+			luaToReplyDepth(L, x.RawGetInt(i), w, depth+1, proto)
 		}
 	default:
 		w.Null()

@@ -123,7 +123,7 @@ func guardEnv(L *lua.LState, g *lua.LTable) *lua.LTable {
 		return 1
 	}))
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.Error(lua.LString("Attempt to modify a readonly table"), 0)
+		L.RaiseError("Attempt to modify a readonly table")
 		return 0
 	}))
 	mt.RawSetString("__metatable", lua.LFalse)
@@ -333,7 +333,7 @@ func (e *Engine) RunLocked(ctx context.Context, s *Script, keys, args [][]byte, 
 	}
 	v := L.Get(-1)
 	L.Pop(1)
-	luaToReply(L, v, w)
+	luaToReply(L, v, w, rs.proto)
 }
 
 // runCtx is the state of one run: the host and the protocol redis.setresp chose.

@@ -43,11 +43,11 @@ func openRedis(e *Engine, L *lua.LState) {
 		},
 		"log": func(L *lua.LState) int {
 			if L.GetTop() < 2 {
-				L.RaiseError("redis.log() requires two arguments or more.")
+				raiseTable(L, "redis.log() requires two arguments or more.")
 			}
 			lvl, ok := L.Get(1).(lua.LNumber)
 			if !ok {
-				L.RaiseError("First argument must be a number (log level).")
+				raiseTable(L, "First argument must be a number (log level).")
 			}
 			parts := make([]string, 0, L.GetTop()-1)
 			for i := 2; i <= L.GetTop(); i++ {
@@ -62,17 +62,17 @@ func openRedis(e *Engine, L *lua.LState) {
 			case logWarning:
 				e.log.Warn("script", "msg", msg)
 			default:
-				L.RaiseError("Invalid debug level.")
+				raiseTable(L, "Invalid debug level.")
 			}
 			return 0
 		},
 		"setresp": func(L *lua.LState) int {
 			if L.GetTop() != 1 {
-				L.RaiseError("redis.setresp() requires one argument.")
+				raiseTable(L, "redis.setresp() requires one argument.")
 			}
 			n := L.ToInt(1)
 			if n != 2 && n != 3 {
-				L.RaiseError("RESP version must be 2 or 3.")
+				raiseTable(L, "RESP version must be 2 or 3.")
 			}
 			if e.cur != nil {
 				e.cur.proto = n
@@ -143,4 +143,12 @@ func (e *Engine) call(L *lua.LState, raise bool) int {
 	}
 	L.Push(lv)
 	return 1
+}
+
+// raiseTable raises msg as Redis's C functions of the redis table do: an error table, so the
+// reply carries no "user_script:N:" prefix.
+func raiseTable(L *lua.LState, msg string) {
+	t := L.CreateTable(0, 1)
+	t.RawSetString("err", lua.LString("ERR "+msg))
+	L.Error(t, 1)
 }
