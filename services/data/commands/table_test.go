@@ -14,8 +14,9 @@ var (
 	tblSinceRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	tblNameRE  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 	// Lavik's own commands live in the "lavik." namespace, as Redis modules' commands do.
-	tblTopRE  = regexp.MustCompile(`^([a-z][a-z0-9-]*|lavik\.[a-z][a-z0-9-]*)$`)
-	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true}
+	// Redis's own names may hold an underscore (EVAL_RO, FCALL_RO).
+	tblTopRE  = regexp.MustCompile(`^([a-z][a-z0-9_-]*|lavik\.[a-z][a-z0-9-]*)$`)
+	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true, "scripting": true}
 )
 
 func TestTableEntriesComplete(t *testing.T) {

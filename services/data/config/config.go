@@ -117,6 +117,8 @@ var Params = []*Param{
 		Doc: "TCP port of the gRPC admin API (lavik/data/v1 DataAdmin: status and rebuild, for lavikctl and lavik-meta) on the bind address; empty (the default) serves none; 0 picks a free port and logs it"},
 	{Name: "replica-read-only", Default: "yes", Fixed: true, Check: oneOf("yes"),
 		Doc: "always yes: a follower refuses clients' writes"},
+	{Name: "busy-reply-threshold", Default: "5000", Mutable: true, Check: intRange(0, math.MaxInt32),
+		Doc: "milliseconds a Lua script (EVAL, FCALL) may run before other clients' commands are answered -BUSY instead of waiting, and SCRIPT KILL may stop it (alias lua-time-limit). Too low: clients see BUSY for scripts that would soon end; too high: they wait that long for a runaway script"},
 	{Name: "checkpoint-interval-bytes", Default: "67108864", Check: zeroOrMemRange(1<<20, math.MaxInt64),
 		Doc: "a shard checkpoints its index once its value log has grown by this much (and by at least the size of its last checkpoint) since the last one, and every shard checkpoints at shutdown; a start loads the checkpoints and replays only the log after them. 0 turns checkpoints off: every start replays the whole log. Too low: the index is rewritten more often than it needs to be; too high: a start after a crash replays up to this much log per shard"},
 }
@@ -129,8 +131,17 @@ var byName = func() map[string]*Param {
 	return m
 }()
 
-// Lookup returns the parameter called name (case-insensitive).
-func Lookup(name string) *Param { return byName[strings.ToLower(name)] }
+// aliases are other names Redis gives a setting.
+var aliases = map[string]string{"lua-time-limit": "busy-reply-threshold"}
+
+// Lookup returns the parameter called name (case-insensitive), or the one it is an alias of.
+func Lookup(name string) *Param {
+	n := strings.ToLower(name)
+	if a, ok := aliases[n]; ok {
+		n = a
+	}
+	return byName[n]
+}
 
 // New returns a Config holding every default.
 func New() *Config {

@@ -191,3 +191,18 @@ func (ks *Keyspace) WaitAll() error {
 // LastChange is the stream position a ChangeSink gave the session's last logged change (0:
 // none): what WAIT waits for followers to have.
 func (se *Session) LastChange() int64 { return se.lastChange }
+
+// Announce hands the change sink a change that writes no record: args, in database db, change
+// state that lives beside the keyspace and that followers must share (FUNCTION LOAD's
+// libraries). It takes every shard's lock, so the change is ordered with those around it.
+// Inside an EXEC it is one more effect of the EXEC's transaction.
+func (ks *Keyspace) Announce(se *Session, db int, args [][]byte) {
+	if se.batch() != nil {
+		se.Propagate(db, args)
+		return
+	}
+	unlock := ks.lockAll()
+	defer unlock()
+	se.Propagate(db, args)
+	ks.changedLocked(se, ks.sessNow(se), ks.shards...)
+}

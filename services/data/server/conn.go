@@ -85,6 +85,8 @@ type conn struct {
 	// (hijack).
 	hijacked  chan struct{}
 	connIntro // MONITOR, CLIENT PAUSE, CLIENT LIST (introspect.go)
+	// scriptParked: its next command waits for the running script (scriptwait.go).
+	scriptParked bool
 }
 
 // replySpan is one command's reply in the pending output.
@@ -318,6 +320,8 @@ func (c *conn) heavy(args [][]byte) bool {
 		return true
 	case "wait":
 		return true // waits for followers' acknowledgements, holding up only its client
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true // a script holds every shard's lock while it runs (commands/scripting.go)
 	}
 	if cmd.Flags&commands.FlagBlocking != 0 {
 		return false // parks on the loop (see loop.block)
@@ -475,6 +479,9 @@ func (c *conn) dispatch(args [][]byte) {
 	}
 	if !c.cl.Authed && cmd.Flags&commands.FlagNoAuth == 0 && s.authRequired.Load() {
 		c.reject(cmd, commands.ErrNoAuth)
+		return
+	}
+	if c.busyReject(cmd) {
 		return
 	}
 	multi := c.cl.Multi

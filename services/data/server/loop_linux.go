@@ -66,6 +66,7 @@ const (
 	msgUnblockError   // CLIENT UNBLOCK c ERROR
 	msgMonitor        // lines were fed to the monitor (introspect.go)
 	msgUnpause        // the pause that held the connection ended (introspect.go)
+	msgScriptIdle     // the script it waited for ended or turned busy (scriptwait.go)
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -264,6 +265,9 @@ func (lp *loop) drainInbox() {
 			c.paused = false
 			c.pausedFlag.Store(false)
 			lp.queue(c)
+		case msgScriptIdle:
+			c.scriptParked = false
+			lp.queue(c)
 		case msgSynced:
 			c.syncing = false
 			if !c.syncOK {
@@ -328,6 +332,12 @@ func (lp *loop) service(c *conn) {
 	}
 	if c.monitor.Load() {
 		c.drainMonitor()
+	}
+	if c.scriptParked {
+		if c.hup || c.killed.Load() {
+			lp.closeConn(c)
+		}
+		return
 	}
 	if c.blocked || c.paused {
 		// Parked (block.go): it runs nothing until woken, but a client that went away is
@@ -477,13 +487,20 @@ func (lp *loop) runCmds(c *conn) bool {
 		if c.pausedCmd(cmds[0].Args) && lp.parkPaused(c) {
 			return false
 		}
-		if n := c.getRun(cmds, true); n > 0 {
-			lp.queueGets(c, cmds[:n])
+		if lp.parkForScript(c, cmds[0].Args) {
 			return false
 		}
-		if c.heavy(cmds[0].Args) {
-			lp.detach(c)
-			return false
+		// While a script runs, what reaches here is answered BUSY or allowed while busy:
+		// dispatch does either without touching the keyspace.
+		if !lp.s.scripts.Running() {
+			if n := c.getRun(cmds, true); n > 0 {
+				lp.queueGets(c, cmds[:n])
+				return false
+			}
+			if c.heavy(cmds[0].Args) {
+				lp.detach(c)
+				return false
+			}
 		}
 		c.next++
 		c.dispatch(cmds[0].Args)

@@ -21,6 +21,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/script"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -54,6 +55,7 @@ type Server struct {
 
 	blockers blockers
 	intro    introspection // SLOWLOG, LATENCY, MONITOR, CLIENT PAUSE (introspect.go)
+	scripts  *script.Engine
 
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
@@ -94,6 +96,10 @@ func New(o Options) *Server {
 	}
 	if o.Replication != nil {
 		s.repl = o.Replication
+	}
+	s.scripts = script.New(s.log)
+	if err := commands.LoadFunctions(s.scripts, s.cfg.Get("dir")); err != nil {
+		s.log.Error("loading the functions' libraries failed", "err", err)
 	}
 	s.updateLimits()
 	s.intro.init(s.cfg)
@@ -357,6 +363,8 @@ func (s *Server) Close() {
 		cl.Close()
 	}
 	s.mu.Unlock()
+	// A running script is stopped, its writes dropped: nothing else would end a runaway one.
+	s.scripts.Abort()
 	s.wg.Wait()
 	s.loopsMu.Lock()
 	defer s.loopsMu.Unlock()
