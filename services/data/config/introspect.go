@@ -40,23 +40,9 @@ var introspectParams = []*Param{
 // lazyfreeDoc is the doc of the lazyfree-* settings.
 const lazyfreeDoc = "accepted for Redis configurations and reported; Lavik frees lazily whatever it says: a deleted, expired or flushed value leaves the index at once and its disk space is given back by the background collector, never by the command"
 
-// busyParams are the script time limit's settings, added here unless another file of the
-// package defines them.
-var busyParams = []*Param{
-	{Name: "busy-reply-threshold", Default: "5000", Mutable: true, Check: intRange(0, math.MaxInt64),
-		Doc: "milliseconds a script may run before other clients get -BUSY (alias lua-time-limit)"},
-	{Name: "lua-time-limit", Default: "5000", Mutable: true, Check: intRange(0, math.MaxInt64),
-		Doc: "the old name of busy-reply-threshold"},
-}
-
 func init() {
 	for _, p := range introspectParams {
 		addParam(p)
-	}
-	for _, p := range busyParams {
-		if byName[p.Name] == nil {
-			addParam(p)
-		}
 	}
 }
 
