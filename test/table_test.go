@@ -64,6 +64,8 @@ var tblRequired = []tblRef{
 	{"xgroup|createconsumer", 5, 2, 2, 1}, {"xgroup|delconsumer", 5, 2, 2, 1}, {"xgroup|help", 2, 0, 0, 0},
 	{"xreadgroup", -7, 0, 0, 0}, {"xack", -4, 1, 1, 1}, {"xpending", -3, 1, 1, 1}, {"xclaim", -6, 1, 1, 1},
 	{"xautoclaim", -6, 1, 1, 1},
+	{"setbit", 4, 1, 1, 1}, {"getbit", 3, 1, 1, 1}, {"bitcount", -2, 1, 1, 1}, {"bitpos", -3, 1, 1, 1},
+	{"bitop", -4, 2, -1, 1}, {"bitfield", -2, 1, 1, 1}, {"bitfield_ro", -2, 1, 1, 1},
 }
 
 type tblRef struct {
@@ -165,6 +167,15 @@ var tblSamples = []tblSample{
 	{name: "incrby", setup: tblSetK("10"), args: []string{"INCRBY", "k", "5"}, keys: tblK, changes: tblK, want: 15},
 	{name: "decrby", setup: tblSetK("10"), args: []string{"DECRBY", "k", "5"}, keys: tblK, changes: tblK, want: 5},
 	{name: "incrbyfloat", setup: tblSetK("10"), args: []string{"INCRBYFLOAT", "k", "1.5"}, keys: tblK, changes: tblK, want: "11.5"},
+
+	// bitmap
+	{name: "setbit", args: []string{"SETBIT", "k", "7", "1"}, keys: tblK, changes: tblK, want: 0},
+	{name: "getbit", setup: tblSetK("a"), args: []string{"GETBIT", "k", "1"}, keys: tblK, want: 1},
+	{name: "bitcount", setup: tblSetK("a"), args: []string{"BITCOUNT", "k"}, keys: tblK, want: 3},
+	{name: "bitpos", setup: tblSetK("a"), args: []string{"BITPOS", "k", "1"}, keys: tblK, want: 1},
+	{name: "bitop", setup: tblSetAB, args: []string{"BITOP", "OR", "d", "a", "b"}, keys: []string{"d", "a", "b"}, changes: []string{"d"}, want: 1},
+	{name: "bitfield", args: []string{"BITFIELD", "k", "SET", "u8", "0", "97"}, keys: tblK, changes: tblK, want: []any{int64(0)}},
+	{name: "bitfield_ro", setup: tblSetK("a"), args: []string{"BITFIELD_RO", "k", "GET", "u8", "0"}, keys: tblK, want: []any{int64(97)}},
 
 	// hash
 	{name: "hset", setup: tblHashK, args: []string{"HSET", "k", "a", "9", "c", "3"}, keys: tblK, changes: tblK, want: 1},

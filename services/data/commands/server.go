@@ -221,8 +221,8 @@ func aclCategories(cmd *Command) []string {
 		out = append(out, "@keyspace")
 	case "connection":
 		out = append(out, "@connection")
-	case "stream":
-		out = append(out, "@stream")
+	case "bitmap", "hyperloglog", "geo", "stream":
+		out = append(out, "@"+cmd.Group)
 	}
 	if cmd.Flags&FlagAdmin != 0 {
 		out = append(out, "@admin", "@dangerous")
