@@ -66,6 +66,7 @@ var tblRequired = []tblRef{
 	{"xautoclaim", -6, 1, 1, 1},
 	{"setbit", 4, 1, 1, 1}, {"getbit", 3, 1, 1, 1}, {"bitcount", -2, 1, 1, 1}, {"bitpos", -3, 1, 1, 1},
 	{"bitop", -4, 2, -1, 1}, {"bitfield", -2, 1, 1, 1}, {"bitfield_ro", -2, 1, 1, 1},
+	{"pfadd", -2, 1, 1, 1}, {"pfcount", -2, 1, -1, 1}, {"pfmerge", -2, 1, -1, 1},
 }
 
 type tblRef struct {
@@ -176,6 +177,11 @@ var tblSamples = []tblSample{
 	{name: "bitop", setup: tblSetAB, args: []string{"BITOP", "OR", "d", "a", "b"}, keys: []string{"d", "a", "b"}, changes: []string{"d"}, want: 1},
 	{name: "bitfield", args: []string{"BITFIELD", "k", "SET", "u8", "0", "97"}, keys: tblK, changes: tblK, want: []any{int64(0)}},
 	{name: "bitfield_ro", setup: tblSetK("a"), args: []string{"BITFIELD_RO", "k", "GET", "u8", "0"}, keys: tblK, want: []any{int64(97)}},
+
+	// hyperloglog
+	{name: "pfadd", args: []string{"PFADD", "k", "a", "b"}, keys: tblK, changes: tblK, want: 1},
+	{name: "pfcount", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFCOUNT", "a", "b"}, keys: tblAB, want: 2},
+	{name: "pfmerge", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFMERGE", "a", "b"}, keys: tblAB, changes: []string{"a"}, want: tblOK},
 
 	// hash
 	{name: "hset", setup: tblHashK, args: []string{"HSET", "k", "a", "9", "c", "3"}, keys: tblK, changes: tblK, want: 1},
