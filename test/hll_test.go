@@ -87,7 +87,7 @@ func startRedisRef(t *testing.T) *redis.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Protocol: 2})
 	t.Cleanup(func() { c.Close() })
 	ctx := harness.Ctx(t)
 	harness.Eventually(t, 10*time.Second, "redis-server answers", func() bool { return c.Ping(ctx).Err() == nil })
