@@ -70,6 +70,7 @@ var tblRequired = []tblRef{
 	{"geoadd", -5, 1, 1, 1}, {"geodist", -4, 1, 1, 1}, {"geohash", -2, 1, 1, 1}, {"geopos", -2, 1, 1, 1},
 	{"georadius", -6, 1, 1, 1}, {"georadiusbymember", -5, 1, 1, 1}, {"georadius_ro", -6, 1, 1, 1},
 	{"georadiusbymember_ro", -5, 1, 1, 1}, {"geosearch", -7, 1, 1, 1}, {"geosearchstore", -8, 1, 2, 1},
+	{"sort", -2, 1, 1, 1}, {"sort_ro", -2, 1, 1, 1},
 }
 
 type tblRef struct {
@@ -188,6 +189,10 @@ var tblSamples = []tblSample{
 	{name: "pfadd", args: []string{"PFADD", "k", "a", "b"}, keys: tblK, changes: tblK, want: 1},
 	{name: "pfcount", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFCOUNT", "a", "b"}, keys: tblAB, want: 2},
 	{name: "pfmerge", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFMERGE", "a", "b"}, keys: tblAB, changes: []string{"a"}, want: tblOK},
+
+	// sort
+	{name: "sort", setup: [][]string{{"RPUSH", "k", "2", "1"}}, args: []string{"SORT", "k", "STORE", "d"}, keys: []string{"k", "d"}, changes: []string{"d"}, want: 2},
+	{name: "sort_ro", setup: [][]string{{"RPUSH", "k", "2", "1"}}, args: []string{"SORT_RO", "k"}, keys: tblK, want: []any{"1", "2"}},
 
 	// geo
 	{name: "geoadd", args: []string{"GEOADD", "k", "13.361389", "38.115556", "Palermo"}, keys: tblK, changes: tblK, want: 1},
