@@ -70,7 +70,7 @@ var tblRequired = []tblRef{
 	{"geoadd", -5, 1, 1, 1}, {"geodist", -4, 1, 1, 1}, {"geohash", -2, 1, 1, 1}, {"geopos", -2, 1, 1, 1},
 	{"georadius", -6, 1, 1, 1}, {"georadiusbymember", -5, 1, 1, 1}, {"georadius_ro", -6, 1, 1, 1},
 	{"georadiusbymember_ro", -5, 1, 1, 1}, {"geosearch", -7, 1, 1, 1}, {"geosearchstore", -8, 1, 2, 1},
-	{"sort", -2, 1, 1, 1}, {"sort_ro", -2, 1, 1, 1},
+	{"sort", -2, 1, 1, 1}, {"sort_ro", -2, 1, 1, 1}, {"lcs", -3, 1, 2, 1},
 }
 
 type tblRef struct {
@@ -175,6 +175,8 @@ var tblSamples = []tblSample{
 	{name: "incrby", setup: tblSetK("10"), args: []string{"INCRBY", "k", "5"}, keys: tblK, changes: tblK, want: 15},
 	{name: "decrby", setup: tblSetK("10"), args: []string{"DECRBY", "k", "5"}, keys: tblK, changes: tblK, want: 5},
 	{name: "incrbyfloat", setup: tblSetK("10"), args: []string{"INCRBYFLOAT", "k", "1.5"}, keys: tblK, changes: tblK, want: "11.5"},
+
+	{name: "lcs", setup: [][]string{{"MSET", "a", "ohmytext", "b", "mynewtext"}}, args: []string{"LCS", "a", "b"}, keys: tblAB, want: "mytext"},
 
 	// bitmap
 	{name: "setbit", args: []string{"SETBIT", "k", "7", "1"}, keys: tblK, changes: tblK, want: 0},
