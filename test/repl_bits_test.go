@@ -31,7 +31,7 @@ func TestReplBitsHLLGeoSort(t *testing.T) {
 		[]any{"BITOP", "XOR", "bx", "b", "bf"}, []any{"BITOP", "NOT", "bn", "b"}, []any{"BITOP", "AND", "bx", "none"})
 	// A large (chunked) string edited bit by bit.
 	k.eq(300001, "SETRANGE", "big", 300000, "x")
-	step("bitmaps on a large string", []any{"SETBIT", "big", 8*250000 + 3, 1}, []any{"SETBIT", "big", 8*400000, 1},
+	step("bitmaps on a large string", []any{"SETBIT", "big", 8*250000 + 3, 1}, []any{"SETBIT", "big", 8 * 400000, 1},
 		[]any{"BITFIELD", "big", "SET", "u16", 8 * 100000, 65535})
 	var adds [][]any
 	for i := 0; i < 30; i++ {
