@@ -21,7 +21,7 @@ func init() {
 	}
 	register(
 		hll("pfadd", -2, FlagWrite|FlagDenyOOM|FlagFast, 1, "O(1) to add every element.", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", pfaddCmd),
-		hll("pfcount", -2, FlagReadonly|FlagMayReplicate, -1, "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", pfcountCmd),
+		hll("pfcount", -2, FlagReadonly, -1, "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", pfcountCmd),
 		hll("pfmerge", -2, FlagWrite|FlagDenyOOM, -1, "O(N) to merge N HyperLogLogs, but with high constant times.", "Merges one or more HyperLogLog values into a single key.", pfmergeCmd),
 	)
 }

@@ -218,7 +218,9 @@ func aclCategories(cmd *Command) []string {
 	case "string":
 		out = append(out, "@string")
 	case "generic":
-		out = append(out, "@keyspace")
+		if cmd.Name != "sort" && cmd.Name != "sort_ro" { // Redis gives SORT the types it reads instead
+			out = append(out, "@keyspace")
+		}
 	case "connection":
 		out = append(out, "@connection")
 	case "bitmap", "hyperloglog", "geo", "stream":

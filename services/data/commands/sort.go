@@ -24,8 +24,8 @@ func init() {
 		Keys: sortKeys, Group: "generic", Since: "1.0.0", ExtraACL: []string{"@set", "@sortedset", "@list", "@dangerous"},
 		Complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
 		Summary:    "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", Handler: func(c *Ctx) { sortGeneric(c, false) }}
-	sortRo := &Command{Name: "sort_ro", Arity: -2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1,
-		Group: "generic", Since: "7.0.0", ExtraACL: []string{"@set", "@sortedset", "@list", "@dangerous"},
+	sortRo := &Command{Name: "sort_ro", Arity: -2, Flags: FlagReadonly | FlagMovableKeys, FirstKey: 1, LastKey: 1, Step: 1,
+		Keys: sortKeys, Group: "generic", Since: "7.0.0", ExtraACL: []string{"@set", "@sortedset", "@list", "@dangerous"},
 		Complexity: "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).",
 		Summary:    "Returns the sorted elements of a list, a set, or a sorted set.", Handler: func(c *Ctx) { sortGeneric(c, true) }}
 	register(sortCmd, sortRo)

@@ -29,8 +29,6 @@ const (
 	// and nothing else, so an event loop may read that key in its batch of disk reads and run
 	// the command on what was read (Ctx.Pre).
 	FlagPrefetch
-	// FlagMayReplicate: a read that may write (PFCOUNT refreshes a cached cardinality).
-	FlagMayReplicate
 )
 
 var flagNames = []struct {
@@ -39,7 +37,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
 	{FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagSkipSlowlog, "skip_slowlog"},
-	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagMayReplicate, "may_replicate"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
+	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
 	{FlagBlocking, "blocking"}, {FlagMovableKeys, "movablekeys"},
 }
 
