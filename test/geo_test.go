@@ -135,6 +135,11 @@ func TestGeoRedisCompare(t *testing.T) {
 		both("GEOSEARCH", "pts", "FROMLONLAT", lon, lat, "BYBOX", r, r*2, "km", "DESC", "WITHDIST")
 		both("GEOSEARCH", "pts", "FROMMEMBER", members[rng.IntN(len(members))], "BYRADIUS", 2000, "km", "COUNT", 5, "WITHDIST")
 		both("GEORADIUS", "pts", lon, lat, r*1000, "m", "COUNT", 3, "DESC")
+		// Unsorted and COUNT ANY results come in the order of Redis's geohash cells.
+		both("GEOSEARCH", "pts", "FROMLONLAT", lon, lat, "BYRADIUS", r, "km", "WITHDIST")
+		both("GEOSEARCH", "pts", "FROMLONLAT", lon, lat, "BYBOX", r*3, r, "km")
+		both("GEOSEARCH", "pts", "FROMLONLAT", lon, lat, "BYRADIUS", r, "km", "COUNT", 3, "ANY")
+		both("GEORADIUSBYMEMBER_RO", "pts", members[rng.IntN(len(members))], 1000+rng.IntN(8000), "km")
 		both("GEOSEARCHSTORE", "st", "pts", "FROMLONLAT", lon, lat, "BYRADIUS", r, "mi", "STOREDIST")
 		// A stored distance is a full double: Go's sin, cos and asin may differ from the C
 		// library's in the last bits, so it is compared to 1e-14 (WITHDIST's 4 decimals above

@@ -2,8 +2,8 @@ package commands
 
 // Geo commands on sorted sets, as Redis 7.0's geo.c: a member's score is its 52-bit geohash
 // (geohash.go). GEOADD is ZADD with those scores (and is replicated as that ZADD); searches
-// decode every member of the set and keep those inside the shape, with distances measured
-// from the decoded positions as Redis measures them.
+// scan the score ranges of the nine geohash cells around the centre, as Redis does, and keep
+// the members inside the shape, with distances measured from the decoded positions.
 
 import (
 	"fmt"
@@ -395,28 +395,55 @@ func parseGeoQuery(c *Ctx, z *zsetValue, flags int) (q geoQuery, err error) {
 	return q, nil
 }
 
-// search returns the members of z inside q's shape, sorted as q asks and cut to its count.
-// Unsorted results come in score order (Redis's come in the order of the geohash boxes it
-// scans), and COUNT ANY keeps the first found in that order.
+// search returns the members of z inside q's shape, found as Redis finds them: the members of
+// the nine geohash cells around the centre (geoSearchCells), each cell's in score order, so
+// that unsorted results and COUNT ANY pick the same members in the same order; then sorted as
+// q asks and cut to its count.
 func (q *geoQuery) search(z *zsetValue) []geoPoint {
+	halfW, halfH := q.radius*q.conv, q.radius*q.conv
+	radius := q.radius
+	if q.box {
+		halfW, halfH = q.width/2*q.conv, q.height/2*q.conv
+		radius = math.Sqrt((q.width/2)*(q.width/2) + (q.height/2)*(q.height/2))
+	}
+	cells := geoSearchCells(q.x, q.y, halfW, halfH, radius*q.conv)
 	var out []geoPoint
-	for _, it := range z.items {
-		lon, lat := geoDecode(uint64(it.score))
-		var d float64
-		var in bool
-		if q.box {
-			d, in = geoInRect(q.width*q.conv, q.height*q.conv, q.x, q.y, lon, lat)
-		} else {
-			d = geoDistance(q.x, q.y, lon, lat)
-			in = d <= q.radius*q.conv
-		}
-		if !in {
+	limit := int64(0)
+	if q.any {
+		limit = q.count
+	}
+	last := 0
+	for i, cell := range cells {
+		if cell == (geoCell{}) {
 			continue
 		}
-		out = append(out, geoPoint{member: it.member, lon: lon, lat: lat, dist: d, score: it.score})
-		if q.any && int64(len(out)) == q.count {
+		if last != 0 && cell == cells[last] {
+			continue // a huge radius makes neighbours repeat
+		}
+		if limit > 0 && int64(len(out)) >= limit {
 			break
 		}
+		lo, hi := cell.scoreRange()
+		j := sort.Search(len(z.items), func(k int) bool { return z.items[k].score >= float64(lo) })
+		for ; j < len(z.items) && z.items[j].score < float64(hi); j++ {
+			it := z.items[j]
+			lon, lat := geoDecode(uint64(it.score))
+			var d float64
+			var in bool
+			if q.box {
+				d, in = geoInRect(q.width*q.conv, q.height*q.conv, q.x, q.y, lon, lat)
+			} else {
+				d = geoDistance(q.x, q.y, lon, lat)
+				in = d <= q.radius*q.conv
+			}
+			if in {
+				out = append(out, geoPoint{member: it.member, lon: lon, lat: lat, dist: d, score: it.score})
+			}
+			if limit > 0 && int64(len(out)) >= limit {
+				break
+			}
+		}
+		last = i
 	}
 	if q.sort != 0 {
 		sort.SliceStable(out, func(i, j int) bool {

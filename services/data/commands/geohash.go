@@ -142,3 +142,133 @@ func formatGeoCoord(f float64) string {
 
 // formatGeoDist formats a distance as Redis does: 4 decimals.
 func formatGeoDist(d float64) string { return strconv.FormatFloat(d, 'f', 4, 64) }
+
+// geoCell is a geohash cell of step bits a coordinate; the zero cell means none.
+type geoCell struct {
+	bits uint64
+	step uint
+}
+
+// geoArea is a cell's extent.
+type geoArea struct{ lonMin, lonMax, latMin, latMax float64 }
+
+func geoEncodeStep(lon, lat float64, step uint) geoCell {
+	latOff := (lat - geoLatMin) / (geoLatMax - geoLatMin)
+	lonOff := (lon - geoLongMin) / (geoLongMax - geoLongMin)
+	latOff *= float64(uint64(1) << step)
+	lonOff *= float64(uint64(1) << step)
+	return geoCell{interleave64(uint32(latOff), uint32(lonOff)), step}
+}
+
+func (h geoCell) area() geoArea {
+	sep := deinterleave64(h.bits)
+	ilat, ilon := uint32(sep), uint32(sep>>32)
+	cells := float64(uint64(1) << h.step)
+	latScale, lonScale := geoLatMax-geoLatMin, geoLongMax-geoLongMin
+	return geoArea{
+		latMin: geoLatMin + (float64(ilat)*1.0/cells)*latScale,
+		latMax: geoLatMin + (float64(uint64(ilat)+1)*1.0/cells)*latScale,
+		lonMin: geoLongMin + (float64(ilon)*1.0/cells)*lonScale,
+		lonMax: geoLongMin + (float64(uint64(ilon)+1)*1.0/cells)*lonScale,
+	}
+}
+
+// move is geohash_move_x (dx) and geohash_move_y (dy): the cell next to h.
+func (h geoCell) move(dx, dy int) geoCell {
+	if dx != 0 {
+		x, y := h.bits&0xaaaaaaaaaaaaaaaa, h.bits&0x5555555555555555
+		zz := uint64(0x5555555555555555) >> (64 - h.step*2)
+		if dx > 0 {
+			x += zz + 1
+		} else {
+			x |= zz
+			x -= zz + 1
+		}
+		x &= 0xaaaaaaaaaaaaaaaa >> (64 - h.step*2)
+		h.bits = x | y
+	}
+	if dy != 0 {
+		x, y := h.bits&0xaaaaaaaaaaaaaaaa, h.bits&0x5555555555555555
+		zz := uint64(0xaaaaaaaaaaaaaaaa) >> (64 - h.step*2)
+		if dy > 0 {
+			y += zz + 1
+		} else {
+			y |= zz
+			y -= zz + 1
+		}
+		y &= 0x5555555555555555 >> (64 - h.step*2)
+		h.bits = x | y
+	}
+	return h
+}
+
+// geoStepsByRadius is geohashEstimateStepsByRadius.
+func geoStepsByRadius(meters, lat float64) uint {
+	if meters == 0 {
+		return 26
+	}
+	step := 1
+	for meters < 20037726.37 {
+		meters *= 2
+		step++
+	}
+	step -= 2
+	if lat > 66 || lat < -66 {
+		step--
+		if lat > 80 || lat < -80 {
+			step--
+		}
+	}
+	return uint(min(max(step, 1), 26))
+}
+
+func radDeg(r float64) float64 { return r / degToRad }
+
+// geoSearchCells is geohashCalculateAreasByShapeWGS84: the cell of the centre and its eight
+// neighbours (zero where useless), in the order Redis scans them: centre, north, south, east,
+// west, north-east, north-west, south-east, south-west. halfW and halfH are the shape's
+// half-extents in metres (the radius for a circle), radius the distance to its farthest point.
+func geoSearchCells(lon, lat, halfW, halfH, radius float64) [9]geoCell {
+	latDelta := radDeg(halfH / earthRadiusM)
+	lonTop := radDeg(halfW / earthRadiusM / math.Cos(degRad(lat+latDelta)))
+	lonBottom := radDeg(halfW / earthRadiusM / math.Cos(degRad(lat-latDelta)))
+	minLon, maxLon := lon-lonTop, lon+lonTop
+	if lat < 0 {
+		minLon, maxLon = lon-lonBottom, lon+lonBottom
+	}
+	minLat, maxLat := lat-latDelta, lat+latDelta
+	steps := geoStepsByRadius(radius, lat)
+	h := geoEncodeStep(lon, lat, steps)
+	if n, s, e, w := h.move(0, 1).area(), h.move(0, -1).area(), h.move(1, 0).area(), h.move(-1, 0).area(); steps > 1 &&
+		(n.latMax < maxLat || s.latMin > minLat || e.lonMax < maxLon || w.lonMin > minLon) {
+		steps--
+		h = geoEncodeStep(lon, lat, steps)
+	}
+	cells := [9]geoCell{h, h.move(0, 1), h.move(0, -1), h.move(1, 0), h.move(-1, 0), h.move(1, 1), h.move(-1, 1), h.move(1, -1), h.move(-1, -1)}
+	if steps >= 2 {
+		a := h.area()
+		zero := func(is ...int) {
+			for _, i := range is {
+				cells[i] = geoCell{}
+			}
+		}
+		if a.latMin < minLat {
+			zero(2, 8, 7) // south, south-west, south-east
+		}
+		if a.latMax > maxLat {
+			zero(1, 5, 6) // north, north-east, north-west
+		}
+		if a.lonMin < minLon {
+			zero(4, 8, 6) // west, south-west, north-west
+		}
+		if a.lonMax > maxLon {
+			zero(3, 7, 5) // east, south-east, north-east
+		}
+	}
+	return cells
+}
+
+// scoreRange is the [min, max) of the 52-bit scores inside the cell.
+func (h geoCell) scoreRange() (uint64, uint64) {
+	return h.bits << (52 - h.step*2), (h.bits + 1) << (52 - h.step*2)
+}
