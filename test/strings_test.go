@@ -543,3 +543,69 @@ func TestStringsWrongType(t *testing.T) {
 	k.ok("SET", "l", "v") // plain SET replaces any type
 	k.eq("string", "TYPE", "l")
 }
+
+// TestLCS checks LCS with Redis's documented example, its options and errors, and random
+// strings against a model: LEN is the DP length and the string returned is a common
+// subsequence of that length.
+func TestLCS(t *testing.T) {
+	_, c := startServer(t)
+	k := newChecker(t, c)
+	k.ok("MSET", "key1", "ohmytext", "key2", "mynewtext")
+	k.eq("mytext", "LCS", "key1", "key2")
+	k.eq(6, "LCS", "key1", "key2", "LEN")
+	k.eq([]any{"matches", []any{
+		[]any{[]any{int64(4), int64(7)}, []any{int64(5), int64(8)}},
+		[]any{[]any{int64(2), int64(3)}, []any{int64(0), int64(1)}},
+	}, "len", int64(6)}, "LCS", "key1", "key2", "IDX")
+	k.eq([]any{"matches", []any{
+		[]any{[]any{int64(4), int64(7)}, []any{int64(5), int64(8)}, int64(4)},
+	}, "len", int64(6)}, "LCS", "key1", "key2", "IDX", "MINMATCHLEN", 4, "WITHMATCHLEN")
+	k.eq("", "LCS", "key1", "missing")
+	k.eq(0, "LCS", "missing", "missing2", "LEN")
+	k.err("ERR If you want both the length and indexes, please just use IDX.", "LCS", "key1", "key2", "IDX", "LEN")
+	k.err("ERR syntax error", "LCS", "key1", "key2", "FOO")
+	k.err("ERR value is not an integer or out of range", "LCS", "key1", "key2", "IDX", "MINMATCHLEN", "x")
+	k.do("RPUSH", "l", "a")
+	k.err("ERR The specified keys must contain string values", "LCS", "key1", "l")
+	k.err("ERR wrong number of arguments for 'lcs' command", "LCS", "key1")
+	rng := rand.New(rand.NewSource(5))
+	rnd := func() string {
+		b := make([]byte, rng.Intn(60))
+		for i := range b {
+			b[i] = "ACGT"[rng.Intn(4)]
+		}
+		return string(b)
+	}
+	isSub := func(s, of string) bool {
+		i := 0
+		for j := 0; j < len(of) && i < len(s); j++ {
+			if of[j] == s[i] {
+				i++
+			}
+		}
+		return i == len(s)
+	}
+	for n := 0; n < 50; n++ {
+		a, b := rnd(), rnd()
+		k.ok("MSET", "a", a, "b", b)
+		dp := make([][]int, len(a)+1)
+		for i := range dp {
+			dp[i] = make([]int, len(b)+1)
+			for j := range dp[i] {
+				switch {
+				case i == 0 || j == 0:
+				case a[i-1] == b[j-1]:
+					dp[i][j] = dp[i-1][j-1] + 1
+				default:
+					dp[i][j] = max(dp[i-1][j], dp[i][j-1])
+				}
+			}
+		}
+		want := dp[len(a)][len(b)]
+		k.eq(want, "LCS", "a", "b", "LEN")
+		s := k.str("LCS", "a", "b")
+		if len(s) != want || !isSub(s, a) || !isSub(s, b) {
+			t.Fatalf("LCS %q %q = %q; want a common subsequence of length %d", a, b, s, want)
+		}
+	}
+}

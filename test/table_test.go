@@ -64,6 +64,13 @@ var tblRequired = []tblRef{
 	{"xgroup|createconsumer", 5, 2, 2, 1}, {"xgroup|delconsumer", 5, 2, 2, 1}, {"xgroup|help", 2, 0, 0, 0},
 	{"xreadgroup", -7, 0, 0, 0}, {"xack", -4, 1, 1, 1}, {"xpending", -3, 1, 1, 1}, {"xclaim", -6, 1, 1, 1},
 	{"xautoclaim", -6, 1, 1, 1},
+	{"setbit", 4, 1, 1, 1}, {"getbit", 3, 1, 1, 1}, {"bitcount", -2, 1, 1, 1}, {"bitpos", -3, 1, 1, 1},
+	{"bitop", -4, 2, -1, 1}, {"bitfield", -2, 1, 1, 1}, {"bitfield_ro", -2, 1, 1, 1},
+	{"pfadd", -2, 1, 1, 1}, {"pfcount", -2, 1, -1, 1}, {"pfmerge", -2, 1, -1, 1},
+	{"geoadd", -5, 1, 1, 1}, {"geodist", -4, 1, 1, 1}, {"geohash", -2, 1, 1, 1}, {"geopos", -2, 1, 1, 1},
+	{"georadius", -6, 1, 1, 1}, {"georadiusbymember", -5, 1, 1, 1}, {"georadius_ro", -6, 1, 1, 1},
+	{"georadiusbymember_ro", -5, 1, 1, 1}, {"geosearch", -7, 1, 1, 1}, {"geosearchstore", -8, 1, 2, 1},
+	{"sort", -2, 1, 1, 1}, {"sort_ro", -2, 1, 1, 1}, {"lcs", -3, 1, 2, 1},
 }
 
 type tblRef struct {
@@ -89,6 +96,9 @@ type tblSample struct {
 	authArgs []string
 	closes   bool // the server closes the connection after replying
 }
+
+// tblGeoK makes k a geo index of two places.
+var tblGeoK = [][]string{{"GEOADD", "k", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"}}
 
 // tblSamples must hold one entry per command and subcommand the server lists.
 var tblSamples = []tblSample{
@@ -165,6 +175,38 @@ var tblSamples = []tblSample{
 	{name: "incrby", setup: tblSetK("10"), args: []string{"INCRBY", "k", "5"}, keys: tblK, changes: tblK, want: 15},
 	{name: "decrby", setup: tblSetK("10"), args: []string{"DECRBY", "k", "5"}, keys: tblK, changes: tblK, want: 5},
 	{name: "incrbyfloat", setup: tblSetK("10"), args: []string{"INCRBYFLOAT", "k", "1.5"}, keys: tblK, changes: tblK, want: "11.5"},
+
+	{name: "lcs", setup: [][]string{{"MSET", "a", "ohmytext", "b", "mynewtext"}}, args: []string{"LCS", "a", "b"}, keys: tblAB, want: "mytext"},
+
+	// bitmap
+	{name: "setbit", args: []string{"SETBIT", "k", "7", "1"}, keys: tblK, changes: tblK, want: 0},
+	{name: "getbit", setup: tblSetK("a"), args: []string{"GETBIT", "k", "1"}, keys: tblK, want: 1},
+	{name: "bitcount", setup: tblSetK("a"), args: []string{"BITCOUNT", "k"}, keys: tblK, want: 3},
+	{name: "bitpos", setup: tblSetK("a"), args: []string{"BITPOS", "k", "1"}, keys: tblK, want: 1},
+	{name: "bitop", setup: tblSetAB, args: []string{"BITOP", "OR", "d", "a", "b"}, keys: []string{"d", "a", "b"}, changes: []string{"d"}, want: 1},
+	{name: "bitfield", args: []string{"BITFIELD", "k", "SET", "u8", "0", "97"}, keys: tblK, changes: tblK, want: []any{int64(0)}},
+	{name: "bitfield_ro", setup: tblSetK("a"), args: []string{"BITFIELD_RO", "k", "GET", "u8", "0"}, keys: tblK, want: []any{int64(97)}},
+
+	// hyperloglog
+	{name: "pfadd", args: []string{"PFADD", "k", "a", "b"}, keys: tblK, changes: tblK, want: 1},
+	{name: "pfcount", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFCOUNT", "a", "b"}, keys: tblAB, want: 2},
+	{name: "pfmerge", setup: [][]string{{"PFADD", "a", "x"}, {"PFADD", "b", "y"}}, args: []string{"PFMERGE", "a", "b"}, keys: tblAB, changes: []string{"a"}, want: tblOK},
+
+	// sort
+	{name: "sort", setup: [][]string{{"RPUSH", "k", "2", "1"}}, args: []string{"SORT", "k", "STORE", "d"}, keys: []string{"k", "d"}, changes: []string{"d"}, want: 2},
+	{name: "sort_ro", setup: [][]string{{"RPUSH", "k", "2", "1"}}, args: []string{"SORT_RO", "k"}, keys: tblK, want: []any{"1", "2"}},
+
+	// geo
+	{name: "geoadd", args: []string{"GEOADD", "k", "13.361389", "38.115556", "Palermo"}, keys: tblK, changes: tblK, want: 1},
+	{name: "geodist", setup: tblGeoK, args: []string{"GEODIST", "k", "Palermo", "Catania", "km"}, keys: tblK, want: "166.2742"},
+	{name: "geohash", setup: tblGeoK, args: []string{"GEOHASH", "k", "Palermo"}, keys: tblK, want: []any{"sqc8b49rny0"}},
+	{name: "geopos", setup: tblGeoK, args: []string{"GEOPOS", "k", "x"}, keys: tblK, want: []any{nil}},
+	{name: "georadius", setup: tblGeoK, args: []string{"GEORADIUS", "k", "15", "37", "100", "km", "STORE", "d"}, keys: []string{"k", "d"}, changes: []string{"d"}, want: 1},
+	{name: "georadiusbymember", setup: tblGeoK, args: []string{"GEORADIUSBYMEMBER", "k", "Palermo", "10", "km", "STORE", "d"}, keys: []string{"k", "d"}, changes: []string{"d"}, want: 1},
+	{name: "georadius_ro", setup: tblGeoK, args: []string{"GEORADIUS_RO", "k", "15", "37", "100", "km"}, keys: tblK, want: []any{"Catania"}},
+	{name: "georadiusbymember_ro", setup: tblGeoK, args: []string{"GEORADIUSBYMEMBER_RO", "k", "Catania", "10", "km"}, keys: tblK, want: []any{"Catania"}},
+	{name: "geosearch", setup: tblGeoK, args: []string{"GEOSEARCH", "k", "FROMLONLAT", "15", "37", "BYRADIUS", "100", "km"}, keys: tblK, want: []any{"Catania"}},
+	{name: "geosearchstore", setup: tblGeoK, args: []string{"GEOSEARCHSTORE", "d", "k", "FROMLONLAT", "15", "37", "BYBOX", "200", "200", "km"}, keys: []string{"d", "k"}, changes: []string{"d"}, want: 1},
 
 	// hash
 	{name: "hset", setup: tblHashK, args: []string{"HSET", "k", "a", "9", "c", "3"}, keys: tblK, changes: tblK, want: 1},

@@ -222,11 +222,13 @@ func aclCategories(cmd *Command) []string {
 	case "string":
 		out = append(out, "@string")
 	case "generic":
-		out = append(out, "@keyspace")
+		if cmd.Name != "sort" && cmd.Name != "sort_ro" { // Redis gives SORT the types it reads instead
+			out = append(out, "@keyspace")
+		}
 	case "connection":
 		out = append(out, "@connection")
-	case "stream":
-		out = append(out, "@stream")
+	case "bitmap", "hyperloglog", "geo", "stream":
+		out = append(out, "@"+cmd.Group)
 	}
 	if cmd.Flags&FlagAdmin != 0 {
 		out = append(out, "@admin", "@dangerous")

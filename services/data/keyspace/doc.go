@@ -37,7 +37,8 @@
 // record naming them (chunked.go): the index entry points at the manifest and keeps the
 // string's length, so STRLEN, TYPE and SCAN still read nothing; GETRANGE (GetRange) reads the
 // manifest and only the chunks it overlaps, SETRANGE and APPEND (Tx.WriteAt) read the manifest
-// and the edge chunks and write the chunks they change and a new manifest. Chunks die with
+// and the edge chunks and write the chunks they change and a new manifest; the bit commands
+// read through Tx.ReadAt (readat.go), which reads only the chunks a byte range overlaps. Chunks die with
 // their manifest; the collector counts and moves them like any record, under the same
 // compare-and-swap.
 //

@@ -1,0 +1,86 @@
+package test
+
+// SORT and SORT_RO through go-redis: numeric and ALPHA, ASC/DESC, LIMIT, BY (nosort, keys and
+// hash fields), GET (#, keys, hash fields), STORE, on lists, sets and sorted sets, with Redis's
+// errors.
+
+import "testing"
+
+func TestSort(t *testing.T) {
+	_, c := startServer(t)
+	subtest(t, c, "Basics", func(t *testing.T, k checker) {
+		k.do("RPUSH", "l", 3, 1, 2, 10)
+		k.eq([]string{"1", "2", "3", "10"}, "SORT", "l")
+		k.eq([]string{"10", "3", "2", "1"}, "SORT", "l", "DESC")
+		k.eq([]string{"1", "10", "2", "3"}, "SORT", "l", "ALPHA")
+		k.eq([]string{"3", "2", "10", "1"}, "SORT", "l", "ALPHA", "DESC")
+		k.eq([]string{"2", "3"}, "SORT", "l", "LIMIT", 1, 2)
+		k.eq([]string{"3", "10"}, "SORT", "l", "LIMIT", 2, -1)
+		k.eq([]string{}, "SORT", "l", "LIMIT", 10, 2)
+		k.eq([]string{"1", "2"}, "SORT", "l", "LIMIT", -5, 2)
+		k.eq([]string{"3", "1", "2", "10"}, "SORT", "l", "BY", "nosort")
+		k.eq([]string{"10", "2", "1", "3"}, "SORT", "l", "BY", "nosort", "DESC")
+		k.eq([]string{"1", "2"}, "SORT", "l", "BY", "nosort", "LIMIT", 1, 2)
+		k.eq([]string{"1", "2", "3", "10"}, "SORT_RO", "l")
+		k.do("SADD", "s", 5, 3, 9)
+		k.eq([]string{"3", "5", "9"}, "SORT", "s")
+		k.eq([]string{"9", "5", "3"}, "SORT", "s", "DESC")
+		k.do("ZADD", "z", 1, "c", 2, "a", 3, "b")
+		k.eq([]string{"a", "b", "c"}, "SORT", "z", "ALPHA")
+		k.eq([]string{"c", "a", "b"}, "SORT", "z", "BY", "nosort")
+		k.eq([]string{"b", "a"}, "SORT", "z", "BY", "nosort", "DESC", "LIMIT", 0, 2)
+		k.eq([]string{}, "SORT", "missing")
+		k.eq([]string{}, "SORT_RO", "missing", "ALPHA")
+		k.do("RPUSH", "f", "1.5", " 2", "-inf", "1e3")
+		k.eq([]string{"-inf", "1.5", " 2", "1e3"}, "SORT", "f")
+	})
+	subtest(t, c, "ByGet", func(t *testing.T, k checker) {
+		k.do("RPUSH", "ids", 1, 2, 3)
+		k.do("MSET", "w_1", 30, "w_2", 10, "w_3", 20, "n_1", "one", "n_2", "two")
+		k.do("HSET", "h_1", "age", 5, "name", "ann")
+		k.do("HSET", "h_2", "age", 50, "name", "bob")
+		k.do("HSET", "h_3", "age", 7)
+		k.eq([]string{"2", "3", "1"}, "SORT", "ids", "BY", "w_*")
+		k.eq([]string{"1", "3", "2"}, "SORT", "ids", "BY", "w_*", "DESC")
+		k.eq([]string{"1", "3", "2"}, "SORT", "ids", "BY", "h_*->age")
+		k.eq([]string{"2", "3", "1"}, "SORT", "ids", "BY", "w_*", "ALPHA")
+		k.eq([]any{"2", "two", "bob", "3", nil, nil, "1", "one", "ann"}, "SORT", "ids", "BY", "w_*", "GET", "#", "GET", "n_*", "GET", "h_*->name")
+		k.eq([]any{nil, nil, nil}, "SORT", "ids", "GET", "fixed")
+		k.eq([]any{nil, nil, nil}, "SORT", "ids", "GET", "h_*->")
+		// Missing BY keys sort as 0 (numeric) or first (ALPHA), ties by the element.
+		k.do("RPUSH", "ids2", 4, 1, 5)
+		k.eq([]string{"4", "5", "1"}, "SORT", "ids2", "BY", "w_*")
+		k.eq([]string{"4", "5", "1"}, "SORT", "ids2", "BY", "w_*", "ALPHA")
+		k.eq([]any{"30", nil}, "SORT", "ids2", "BY", "nosort", "GET", "w_*", "LIMIT", 1, 5)
+	})
+	subtest(t, c, "Store", func(t *testing.T, k checker) {
+		k.do("RPUSH", "l", 3, 1, 2)
+		k.eq(3, "SORT", "l", "STORE", "dst")
+		k.eq([]string{"1", "2", "3"}, "LRANGE", "dst", 0, -1)
+		k.eq("list", "TYPE", "dst")
+		k.do("MSET", "v_1", "a")
+		k.eq(6, "SORT", "l", "GET", "#", "GET", "v_*", "STORE", "dst")
+		k.eq([]string{"1", "a", "2", "", "3", ""}, "LRANGE", "dst", 0, -1)
+		k.do("SADD", "s", "b", "c", "a")
+		k.eq(3, "SORT", "s", "BY", "nosort", "STORE", "dst") // a set is sorted ALPHA when stored
+		k.eq([]string{"a", "b", "c"}, "LRANGE", "dst", 0, -1)
+		k.eq(0, "SORT", "missing", "STORE", "dst")
+		k.eq(0, "EXISTS", "dst")
+	})
+	subtest(t, c, "Errors", func(t *testing.T, k checker) {
+		k.do("RPUSH", "l", 1, "x", 2)
+		k.err("ERR One or more scores can't be converted into double", "SORT", "l")
+		k.eq([]string{"1", "2", "x"}, "SORT", "l", "ALPHA")
+		k.do("SET", "w_1", "nan")
+		k.do("RPUSH", "l2", 1)
+		k.err("ERR One or more scores can't be converted into double", "SORT", "l2", "BY", "w_*")
+		k.err("ERR syntax error", "SORT", "l", "LIMIT", 1)
+		k.err("ERR syntax error", "SORT", "l", "FOO")
+		k.err("ERR syntax error", "SORT_RO", "l", "STORE", "d")
+		k.err("ERR value is not an integer or out of range", "SORT", "l", "LIMIT", "a", 1)
+		k.do("SET", "str", "x")
+		k.err("WRONGTYPE Operation against a key holding the wrong kind of value", "SORT", "str")
+		k.do("HSET", "h", "a", 1)
+		k.err("WRONGTYPE Operation against a key holding the wrong kind of value", "SORT_RO", "h")
+	})
+}
