@@ -13,6 +13,7 @@ import (
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -64,8 +65,11 @@ type Client struct {
 	CloseAfterReply bool
 	// Multi is the transaction being queued (MULTI), nil outside one; Watches are the keys
 	// WATCHed (multi.go). The server unwatches them when the connection ends.
-	Multi    *Multi
-	Watches  keyspace.Watches
+	Multi   *Multi
+	Watches keyspace.Watches
+	// Sub is the connection's pub/sub state (pubsub.go); nil where the connection cannot
+	// receive messages (a follower applying its primary's stream).
+	Sub      *pubsub.Subscriber
 	multiLen atomic.Int32 // 1 + the number of commands queued, 0 outside MULTI, for CLIENT LIST
 
 	LastActive atomic.Int64 // unix ms of the last command
@@ -119,6 +123,13 @@ func (cl *Client) Info(now time.Time) string {
 		last = c.Name
 	}
 	flags := ""
+	var sub, psub, ssub int
+	if cl.Sub != nil {
+		sub, psub, ssub = cl.Sub.Count(pubsub.Channel), cl.Sub.Count(pubsub.Pattern), cl.Sub.Count(pubsub.Shard)
+		if sub+psub+ssub > 0 {
+			flags += "P"
+		}
+	}
 	multi := cl.multiLen.Load() - 1
 	if multi >= 0 {
 		flags += "x"
@@ -131,8 +142,8 @@ func (cl *Client) Info(now time.Time) string {
 	}
 	age := int64(now.Sub(cl.Created).Seconds())
 	idle := (now.UnixMilli() - cl.LastActive.Load()) / 1000
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
-		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), multi, cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=%d tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d",
+		cl.ID, cl.Addr, cl.LAddr, name, age, idle, flags, cl.DB.Load(), sub, psub, ssub, multi, cl.QueryBuf.Load(), cl.OutBuf.Load(), last, cl.Proto.Load())
 }
 
 // ServerStats are the server-level figures INFO reports.
@@ -179,7 +190,9 @@ type Ctx struct {
 	Sess   *keyspace.Session
 	// Repl is the node's replication.
 	Repl Replication
-	Cmd  *Command
+	// PS is the node's pub/sub registry (nil: no pub/sub, no keyspace notifications).
+	PS  *pubsub.Registry
+	Cmd *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool
 	// Flush, set by the server, waits for the durability of what the replies so far depend on

@@ -15,7 +15,7 @@ var (
 	tblNameRE  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 	// Lavik's own commands live in the "lavik." namespace, as Redis modules' commands do.
 	tblTopRE  = regexp.MustCompile(`^([a-z][a-z0-9-]*|lavik\.[a-z][a-z0-9-]*)$`)
-	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true}
+	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true, "pubsub": true}
 )
 
 func TestTableEntriesComplete(t *testing.T) {

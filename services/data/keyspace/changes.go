@@ -114,6 +114,9 @@ func (ks *Keyspace) changedLocked(se *Session, now int64, shards ...*shard) {
 // expiredLocked hands the removal of an expired key to the sink, as a DEL. The shard's write
 // lock is held.
 func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
+	if h := ks.expireHook.Load(); h != nil {
+		(*h)(int(db), key)
+	}
 	p := ks.sink.Load()
 	if p == nil {
 		return
@@ -122,6 +125,11 @@ func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
 	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, Expired: true, shards: []*shard{s}}
 	(*p).Change(&c)
 }
+
+// SetExpireHook makes the keyspace call hook with every key it removes because it expired
+// (lazy and active expiry alike), under the key's shard lock: it must be quick and must not
+// call into the keyspace. The server publishes the "expired" keyspace event from it.
+func (ks *Keyspace) SetExpireHook(hook func(db int, key []byte)) { ks.expireHook.Store(&hook) }
 
 // SetFollower makes the keyspace a follower's (on) or a primary's: a follower's reads still
 // hide expired keys, but only the primary removes them (its DELs arrive in the change stream),

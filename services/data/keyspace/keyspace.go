@@ -161,9 +161,11 @@ type Keyspace struct {
 	loadTime time.Duration
 	// sink receives the committed changes (changes.go); follower says only the change stream
 	// removes expired keys.
-	sink     atomic.Pointer[ChangeSink]
-	follower atomic.Bool
-	floor    atomic.Int64 // SetClockFloor
+	sink atomic.Pointer[ChangeSink]
+	// expireHook is told of every expired key removed (SetExpireHook).
+	expireHook atomic.Pointer[func(db int, key []byte)]
+	follower   atomic.Bool
+	floor      atomic.Int64 // SetClockFloor
 	// engines are the other engines that read for the keyspace (RegisterEngine).
 	enginesMu sync.Mutex
 	engines   []vlog.Engine

@@ -96,7 +96,8 @@ type replySpan struct {
 func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
 	c := &conn{s: s, lp: lp, fd: fd, cl: cl, w: resp.NewWriter(), fdOpen: true}
 	c.rd = resp.NewReader(nil, *s.limits.Load())
-	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Repl: s.repl}
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Repl: s.repl, PS: s.ps}
+	cl.Sub = c.newSubscriber()
 	cl.Close = c.kill
 	cl.Unblock = c.requestUnblock
 	cl.Hijack = c.hijack
@@ -372,7 +373,7 @@ var errClientGone = errors.New("server: the client is gone")
 // seconds on end. A connection that breaks it is to be closed; it is counted and logged here.
 func (c *conn) overOutputLimit(pending int64, now time.Time) bool {
 	c.cl.OutBuf.Store(pending)
-	l := c.s.outLimits.Load()[c.class]
+	l := c.s.outLimits.Load()[c.outputClass()]
 	over := l.Hard > 0 && pending > l.Hard
 	if l.Soft > 0 && pending > l.Soft {
 		if c.softSince.IsZero() {
@@ -473,6 +474,10 @@ func (c *conn) dispatch(args [][]byte) {
 	}
 	if !c.cl.Authed && cmd.Flags&commands.FlagNoAuth == 0 && s.authRequired.Load() {
 		c.reject(cmd, commands.ErrNoAuth)
+		return
+	}
+	if err := commands.SubscribeModeErr(c.cl, cmd); err != nil {
+		c.reject(cmd, err.(commands.Error))
 		return
 	}
 	multi := c.cl.Multi

@@ -64,6 +64,7 @@ const (
 	msgBlockTimeout   // its deadline passed
 	msgUnblockTimeout // CLIENT UNBLOCK c TIMEOUT
 	msgUnblockError   // CLIENT UNBLOCK c ERROR
+	msgDeliver        // messages were published to the connection (pubsub.go)
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -252,6 +253,8 @@ func (lp *loop) drainInbox() {
 			}
 		case msgRetry:
 			lp.retryBlocked(c)
+		case msgDeliver:
+			lp.queue(c) // service takes the mailbox
 		case msgBlockTimeout, msgUnblockTimeout:
 			lp.endBlocked(c, false)
 		case msgUnblockError:
@@ -318,6 +321,7 @@ func (lp *loop) service(c *conn) {
 	if c.closed || c.detached || c.syncing || c.waiting {
 		return
 	}
+	lp.takeMail(c)
 	if c.blocked {
 		// Parked (block.go): it runs nothing until woken, but a client that went away is
 		// closed now, not at its timeout.
@@ -702,7 +706,7 @@ func (lp *loop) sweepIdle(now time.Time) {
 		// As Redis's clientsCronHandleTimeout, which spares replicas, blocked and Pub/Sub
 		// clients, but not one inside MULTI: a connection with a command under way (its GETs,
 		// a detached command, a durability wait) is not idle either.
-		if !c.detached && !c.waiting && !c.syncing && !c.blocked && c.cl.LastActive.Load() < limit {
+		if !c.detached && !c.waiting && !c.syncing && !c.blocked && !c.cl.Sub.Subscribed() && c.cl.LastActive.Load() < limit {
 			lp.closeConn(c)
 		}
 	}
