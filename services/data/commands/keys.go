@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 func init() {
@@ -71,10 +72,12 @@ func delCmd(c *Ctx) {
 		pos[i] = i + 1
 	}
 	var n int64
+	deleted := make([]bool, len(pos))
 	err := c.KS.Update(c.Sess, c.keyArgs(pos...), func(tx *keyspace.Tx) error {
 		n = 0
 		for i := range pos {
-			if tx.Delete(i) {
+			deleted[i] = tx.Delete(i)
+			if deleted[i] {
 				n++
 			}
 		}
@@ -83,6 +86,11 @@ func delCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	for i, d := range deleted {
+		if d {
+			c.Notify(pubsub.Generic, "del", c.Args[pos[i]])
+		}
 	}
 	c.W.Int(n)
 }
@@ -165,9 +173,9 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 		c.Err(err)
 		return
 	}
-	var set bool
+	var set, deleted bool
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
-		set = false
+		set, deleted = false, false
 		m, ok := tx.Meta(0)
 		if !ok {
 			return nil
@@ -183,6 +191,7 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 		}
 		if a.at <= tx.Now() {
 			tx.Delete(0)
+			deleted = true
 		} else {
 			tx.SetExpire(0, a.at)
 		}
@@ -192,6 +201,12 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	switch {
+	case deleted:
+		c.Notify(pubsub.Generic, "del", c.Args[1])
+	case set:
+		c.Notify(pubsub.Generic, "expire", c.Args[1])
 	}
 	c.W.Int(b2i(set))
 }
@@ -235,6 +250,9 @@ func persistCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if done {
+		c.Notify(pubsub.Generic, "persist", c.Args[1])
+	}
 	c.W.Int(b2i(done))
 }
 
@@ -277,6 +295,10 @@ func renameGeneric(c *Ctx, nx bool) {
 		renamed = true
 		return moveValue(tx, 0, 1, true)
 	})
+	if err == nil && renamed && !same {
+		c.Notify(pubsub.Generic, "rename_from", c.Args[1])
+		c.Notify(pubsub.Generic, "rename_to", c.Args[2])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -324,6 +346,9 @@ func copyCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if copied {
+		c.NotifyDB(pubsub.Generic, "copy_to", dstDB, c.Args[2])
+	}
 	c.W.Int(b2i(copied))
 }
 
@@ -350,6 +375,10 @@ func moveCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if moved {
+		c.Notify(pubsub.Generic, "move_from", c.Args[1])
+		c.NotifyDB(pubsub.Generic, "move_to", db, c.Args[1])
 	}
 	c.W.Int(b2i(moved))
 }
