@@ -549,7 +549,8 @@ func (c *conn) dispatch(args [][]byte) {
 // (commands.FlagPrefetch: HGETALL, LRANGE, ZSCORE, ...), which the event loop runs on what the
 // batch read.
 func (c *conn) getRun(cmds []resp.Command, reads bool) int {
-	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
+	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) ||
+		c.cl.Sub.Subscribed() {
 		return 0
 	}
 	n := 0
