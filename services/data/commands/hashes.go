@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeHash = keyspace.TypeHash
@@ -94,6 +95,7 @@ func hsetPairs(c *Ctx) (int64, bool) {
 		c.Err(err)
 		return 0, false
 	}
+	c.Notify(pubsub.Hash, "hset", c.Args[1])
 	return added, true
 }
 
@@ -122,6 +124,9 @@ func hsetnxCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if added {
+		c.Notify(pubsub.Hash, "hset", c.Args[1])
 	}
 	c.W.Int(boolInt(added))
 }

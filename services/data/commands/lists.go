@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeList = keyspace.TypeList
@@ -69,6 +70,9 @@ func pushCmd(c *Ctx, left, onlyIfExists bool) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.List, map[bool]string{true: "lpush", false: "rpush"}[left], c.Args[1])
+	}
 	c.W.Int(int64(n))
 }
 
@@ -107,6 +111,9 @@ func popCmd(c *Ctx, left bool) {
 		popped, err = popEnd(c, tx, 0, v, left, int(min(count, math.MaxInt32)))
 		return err
 	})
+	if err == nil && len(popped) > 0 {
+		c.Notify(pubsub.List, map[bool]string{true: "lpop", false: "rpop"}[left], c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // Streams: a stream and its consumer groups are one record (streamcodec.go), decoded whole,
@@ -319,6 +320,9 @@ func xaddCmd(c *Ctx) {
 		}
 		return true, v.trim(&a)
 	})
+	if err == nil && created {
+		c.Notify(pubsub.Stream, "xadd", c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeZSet = keyspace.TypeZSet
@@ -151,9 +152,10 @@ pairs:
 	for k := range scores {
 		members = append(members, c.Args[i+2*k+1])
 	}
+	var changed bool
 	err := updateZMembers(c, c.Args[1], members, func(z *zsetValue, exists bool) (bool, error) {
 		count, aborted = 0, false
-		changed := false
+		changed = false
 		for k, s := range scores {
 			m := c.Args[i+2*k+1]
 			cur, had := z.score(m)
@@ -190,6 +192,9 @@ pairs:
 		}
 		return changed, nil
 	})
+	if err == nil && changed {
+		c.Notify(pubsub.ZSet, map[bool]string{true: "zincr", false: "zadd"}[incr], c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -209,7 +214,9 @@ func zincrbyCmd(c *Ctx) {
 		return
 	}
 	var out float64
+	var changed bool
 	err := updateZMembers(c, c.Args[1], c.Args[3:4], func(z *zsetValue, _ bool) (bool, error) {
+		changed = false
 		cur, had := z.score(c.Args[3])
 		out = incr // a new member's score is the increment itself: -0 stays -0
 		if had {
@@ -222,11 +229,15 @@ func zincrbyCmd(c *Ctx) {
 			return false, nil // an unchanged score touches nothing (WATCH holds)
 		}
 		z.set(c.Args[3], out) // a listpack stores -0 as 0; the reply is the sum, as Redis's
+		changed = true
 		return true, nil
 	})
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if changed {
+		c.Notify(pubsub.ZSet, "zincr", c.Args[1])
 	}
 	c.score(out)
 }
