@@ -155,6 +155,8 @@ func hreplaceCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	// Not a Redis command: it states the event of HSET, which it replaces for a whole hash.
+	c.Notify(pubsub.Hash, "hset", c.Args[1])
 	c.W.Int(int64(n))
 }
 
@@ -280,6 +282,7 @@ func hincrbyCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Hash, "hincrby", c.Args[1])
 	c.W.Int(out)
 }
 
@@ -313,6 +316,7 @@ func hincrbyfloatCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Hash, "hincrbyfloat", c.Args[1])
 	c.W.Bulk(out)
 }
 

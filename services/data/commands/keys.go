@@ -296,6 +296,7 @@ func renameGeneric(c *Ctx, nx bool) {
 		return moveValue(tx, 0, 1, true)
 	})
 	if err == nil && renamed && !same {
+		c.NotifyNew(c.DB(), c.Args[2]) // Redis deletes the destination and adds it anew
 		c.Notify(pubsub.Generic, "rename_from", c.Args[1])
 		c.Notify(pubsub.Generic, "rename_to", c.Args[2])
 	}
@@ -347,6 +348,7 @@ func copyCmd(c *Ctx) {
 		return
 	}
 	if copied {
+		c.NotifyNew(dstDB, c.Args[2]) // REPLACE deletes the destination and adds it anew
 		c.NotifyDB(pubsub.Generic, "copy_to", dstDB, c.Args[2])
 	}
 	c.W.Int(b2i(copied))
@@ -377,6 +379,7 @@ func moveCmd(c *Ctx) {
 		return
 	}
 	if moved {
+		c.NotifyNew(db, c.Args[1])
 		c.Notify(pubsub.Generic, "move_from", c.Args[1])
 		c.NotifyDB(pubsub.Generic, "move_to", db, c.Args[1])
 	}

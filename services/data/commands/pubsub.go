@@ -192,18 +192,50 @@ func pubsubNumpatCmd(c *Ctx) {
 // Notify states a keyspace event of the command: event (Redis's name: "set", "del",
 // "expire", ...) of class about key in the client's database, published as Redis's
 // notifyKeyspaceEvent does when notify-keyspace-events enables the class. While notifications
-// are off (the default) it costs one atomic load.
+// are off (the default) it costs one atomic load and a look at an empty list.
+//
+// Two events come from the keyspace (keyspace.Session.TrackKeys) rather than from handlers:
+// "new" (class n) comes before the first event about a key the command's commit created, as
+// Redis's dbAdd states it before the command's own event; and "del" comes after the event about
+// a key the commit removed (a collection that lost its last element: LPOP, HDEL, SREM, ZREM,
+// SMOVE's source, ...), as Redis deletes an empty collection right after stating the change.
+// The events whose key is removed by design (rename_from, move_from) and "del" itself take the
+// removal without adding one.
 func (c *Ctx) Notify(class pubsub.Class, event string, key []byte) {
-	if !c.PS.Notifying(class) {
-		return
-	}
-	c.PS.NotifyKeyspace(class, event, c.DB(), key)
+	c.NotifyDB(class, event, c.DB(), key)
 }
 
 // NotifyDB is Notify for a key of database db (MOVE's and COPY's destination).
 func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
-	if !c.PS.Notifying(class) {
-		return
+	removed := false
+	switch event {
+	case "del", "rename_from", "move_from":
+		c.Sess.TakeKey(db, key, false)
+	default:
+		if c.Sess.TakeKey(db, key, true) {
+			c.NotifyNew(db, key)
+		}
+		removed = c.Sess.TakeKey(db, key, false)
 	}
-	c.PS.NotifyKeyspace(class, event, db, key)
+	if c.PS.Notifying(class) {
+		c.PS.NotifyKeyspace(class, event, db, key)
+	}
+	if removed && c.PS.Notifying(pubsub.Generic) {
+		c.PS.NotifyKeyspace(pubsub.Generic, "del", db, key)
+	}
 }
+
+// NotifyNew states the event "new" about key of database db: for the commands that put a key
+// there in Redis by deleting and adding it (RENAME's and COPY ... REPLACE's destination), or
+// that state it before an event about another key (MOVE). The keyspace's own record of the
+// creation, if any, is taken.
+func (c *Ctx) NotifyNew(db int, key []byte) {
+	c.Sess.TakeKey(db, key, true)
+	if c.PS.Notifying(pubsub.NewKey) {
+		c.PS.NotifyKeyspace(pubsub.NewKey, "new", db, key)
+	}
+}
+
+// TrackingKeys reports whether the command's keyspace session should list the keys it creates
+// and removes (keyspace.Session.TrackKeys): while events "new" or "del" are published.
+func (c *Ctx) TrackingKeys() bool { return c.PS.Notifying(pubsub.NewKey | pubsub.Generic) }

@@ -549,6 +549,7 @@ func zrangestoreCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.ZSet, n)
 	c.W.Int(int64(n))
 }
 
@@ -575,6 +576,9 @@ func zremRange(c *Ctx, kind int) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.ZSet, c.Cmd.Name, c.Args[1]) // zremrangebyrank, ...byscore, ...bylex
+	}
 	c.W.Int(int64(n))
 }
 
@@ -595,6 +599,9 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zit
 		}
 		return v.store(c)
 	})
+	if err == nil && key != nil && len(items) > 0 {
+		c.Notify(pubsub.ZSet, map[bool]string{false: "zpopmin", true: "zpopmax"}[max], key)
+	}
 	return key, items, err
 }
 
@@ -1112,6 +1119,7 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.ZSet, n)
 	c.W.Int(int64(n))
 }
 
@@ -1200,3 +1208,15 @@ func zscanCmd(c *Ctx) {
 
 func zcountCmd(c *Ctx)    { zcountGeneric(c, rangeScore) }
 func zlexcountCmd(c *Ctx) { zcountGeneric(c, rangeLex) }
+
+// notifyStore states the event of a command that stored n elements in key 1 (ZUNIONSTORE,
+// ZRANGESTORE, ...): its own name when it stored some, or "del" when an empty result removed
+// what the key held, as Redis.
+func notifyStore(c *Ctx, class pubsub.Class, n int) {
+	switch {
+	case n > 0:
+		c.Notify(class, c.Cmd.Name, c.Args[1])
+	case c.Sess.TakeKey(c.DB(), c.Args[1], false):
+		c.Notify(pubsub.Generic, "del", c.Args[1])
+	}
+}

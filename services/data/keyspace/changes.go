@@ -199,3 +199,59 @@ func (ks *Keyspace) WaitAll() error {
 // LastChange is the stream position a ChangeSink gave the session's last logged change (0:
 // none): what WAIT waits for followers to have.
 func (se *Session) LastChange() int64 { return se.lastChange }
+
+// keyChange is a key a tracked session's command created or removed (TrackKeys).
+type keyChange struct {
+	db      int
+	key     []byte
+	created bool
+}
+
+// TrackKeys starts (on) or stops listing the keys the session's commits create or remove, and
+// forgets those listed: the command layer's keyspace events "new" (a key created, Redis's
+// dbAdd) and "del" (a collection left empty and removed) come from it. The server turns it on
+// for a command while the n class of notify-keyspace-events is on, or while events that may
+// need a "del" are: it costs nothing while off.
+func (se *Session) TrackKeys(on bool) {
+	se.track = on
+	se.keys = se.keys[:0]
+}
+
+// TakeKey reports whether a commit of the session created (created) or removed (!created) key
+// of database db since TrackKeys, and forgets it: the first event about the key says it once.
+func (se *Session) TakeKey(db int, key []byte, created bool) bool {
+	if se == nil {
+		return false
+	}
+	for i, k := range se.keys {
+		if k.db == db && k.created == created && string(k.key) == string(key) {
+			se.keys = append(se.keys[:i], se.keys[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// noteKeys lists the keys the transaction created or removed, for a tracking session.
+func (tx *Tx) noteKeys(se *Session) {
+	if se == nil || !se.track {
+		return
+	}
+	for _, k := range tx.uniq {
+		noteKey(se, k)
+	}
+}
+
+func noteKey(se *Session, k *txKey) {
+	if k.had == k.found {
+		return
+	}
+	for i, c := range se.keys {
+		if c.db == int(k.db) && string(c.key) == string(k.key) {
+			// Created then removed (or the reverse) by one command: the later state is news.
+			se.keys = append(se.keys[:i], se.keys[i+1:]...)
+			break
+		}
+	}
+	se.keys = append(se.keys, keyChange{db: int(k.db), key: append([]byte(nil), k.key...), created: k.found})
+}

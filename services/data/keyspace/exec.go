@@ -145,6 +145,7 @@ func (ks *Keyspace) updateBatch(se *Session, b *execBatch, keys []Key, fn func(t
 		if err == nil {
 			b.keep(tx)
 			tx.noteDeps(se)
+			tx.noteKeys(se)
 			return nil
 		}
 		if !errors.Is(err, errNeedValue) {
@@ -173,16 +174,17 @@ func (tx *Tx) beginBatch(b *execBatch) {
 			k.edits = maps.Clone(ov.edits)
 			k.wantValue, k.wantMan, k.wantParts, k.plan = false, false, nil, nil
 			k.gplan, k.gnew = nil, nil
+			k.had = k.found
 			continue
 		}
 		k.resetOps()
 		k.dep = k.shard.depLocked(k.hash)
-		k.found = false
+		k.found, k.had = false, false
 		if b.flushed[k.db] {
 			continue
 		}
 		if i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now); ok {
-			k.found, k.idx, k.entry = true, i, *k.shard.ix.entry(i)
+			k.found, k.had, k.idx, k.entry = true, true, i, *k.shard.ix.entry(i)
 		}
 	}
 }

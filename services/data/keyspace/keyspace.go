@@ -667,6 +667,10 @@ type Session struct {
 	cmdClock   int64
 	lastChange int64
 	change     Change // changedLocked's, reused
+	// track, set by TrackKeys, makes the session list in keys the keys its commits create or
+	// remove, for the keyspace events "new" and "del" (notify.go).
+	track bool
+	keys  []keyChange
 }
 
 // NewSession returns a session for one connection.

@@ -676,6 +676,7 @@ func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool)
 	// A write's effect, for the change stream, is its own arguments unless the handler says
 	// otherwise (keyspace.Session.Propagate); whatever it did not commit is forgotten.
 	ctx.Sess.StartCommand()
+	ctx.Sess.TrackKeys(ctx.TrackingKeys())
 	if cmd.Flags&commands.FlagWrite != 0 {
 		ctx.Propagate(ctx.Args)
 	}
