@@ -191,7 +191,10 @@ type Ctx struct {
 	// Repl is the node's replication.
 	Repl Replication
 	// PS is the node's pub/sub registry (nil: no pub/sub, no keyspace notifications).
-	PS  *pubsub.Registry
+	PS *pubsub.Registry
+	// Held, when set, holds what the command publishes (keyspace events, PUBLISH) instead of
+	// publishing it: a follower publishes its primary's stream's once they are applied.
+	Held *pubsub.Held
 	Cmd *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool

@@ -28,7 +28,7 @@ func init() {
 		&Command{Name: "publish", Arity: 3, Flags: FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "2.0.0", Complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
 			Summary: "Post a message to a channel.", Handler: publishCmd},
 		&Command{Name: "spublish", Arity: 3, Flags: FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "7.0.0", Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
-			Summary: "Post a message to a shard channel", Handler: spublishCmd},
+			Summary: "Post a message to a shard channel", Handler: publishCmd},
 		&Command{Name: "pubsub", Arity: -2, Group: "pubsub", Since: "2.8.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for Pub/Sub commands",
 			Subcommands: map[string]*Command{
@@ -130,18 +130,16 @@ func unsubscribeCmd(k pubsub.Kind, verb string) func(c *Ctx) {
 	}
 }
 
+// publishCmd is PUBLISH and SPUBLISH. As in Redis, the command goes down the replication
+// stream too (keyspace.Keyspace.Announce), in its place among the writes, whoever received it:
+// a follower delivers it to its own subscribers.
 func publishCmd(c *Ctx) {
 	n := 0
 	if c.PS != nil {
-		n = c.PS.Publish(string(c.Args[1]), string(c.Args[2]))
+		n = c.Held.Publish(c.PS, string(c.Args[1]), string(c.Args[2]), c.Cmd.Name == "spublish")
 	}
-	c.W.Int(int64(n))
-}
-
-func spublishCmd(c *Ctx) {
-	n := 0
-	if c.PS != nil {
-		n = c.PS.SPublish(string(c.Args[1]), string(c.Args[2]))
+	if c.KS != nil {
+		c.KS.Announce(c.Sess, c.DB(), c.Args)
 	}
 	c.W.Int(int64(n))
 }
@@ -218,10 +216,10 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 		removed = c.Sess.TakeKey(db, key, false)
 	}
 	if c.PS.Notifying(class) {
-		c.PS.NotifyKeyspace(class, event, db, key)
+		c.PS.NotifyKeyspaceHeld(c.Held, class, event, db, key)
 	}
 	if removed && c.PS.Notifying(pubsub.Generic) {
-		c.PS.NotifyKeyspace(pubsub.Generic, "del", db, key)
+		c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Generic, "del", db, key)
 	}
 }
 
@@ -232,7 +230,7 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 func (c *Ctx) NotifyNew(db int, key []byte) {
 	c.Sess.TakeKey(db, key, true)
 	if c.PS.Notifying(pubsub.NewKey) {
-		c.PS.NotifyKeyspace(pubsub.NewKey, "new", db, key)
+		c.PS.NotifyKeyspaceHeld(c.Held, pubsub.NewKey, "new", db, key)
 	}
 }
 

@@ -17,6 +17,12 @@ package keyspace
 // The sink learns what each change depends on in the logs (Change.NoteDeps) and must not ship
 // it before a Session noting those deps has waited (the same wait a reply gets). Collector moves
 // and checkpoints never reach it.
+//
+// A command that changes no key but that a follower must run too (PUBLISH: the follower
+// delivers the message to its own subscribers, as a Redis replica does) states itself with
+// Announce: a keyless change, which depends on nothing, so it is shippable as soon as what came
+// before it in the stream is. It reaches the sink after every change the session committed
+// before (and inside an EXEC, in its place among the EXEC's commands).
 
 // Effect is one command of a change, as a follower runs it: argv in database DB.
 type Effect struct {
@@ -33,6 +39,8 @@ type Change struct {
 	Effects []Effect
 	// Expired says the change is expiry's removal of a key (a DEL the keyspace states).
 	Expired bool
+	// Keyless says the change touches no key (Announce): no clock or database applies to it.
+	Keyless bool
 	shards  []*shard
 }
 
@@ -86,7 +94,27 @@ func (se *Session) Propagate(db int, cmds ...[][]byte) {
 func (se *Session) KeepEffect() { se.kept = len(se.effects) }
 
 // DropEffects forgets effects not logged (a command that ended without committing).
-func (se *Session) DropEffects() { se.effects, se.kept = se.effects[:0], 0 }
+func (se *Session) DropEffects() { se.effects, se.kept, se.announced = se.effects[:0], 0, false }
+
+// Announce hands the change sink, if any, a command that changes no key but that a follower
+// must run too (PUBLISH), with args as the follower runs it in database db; args need stay
+// valid only during the call, or, inside an EXEC, until the EXEC ends. Outside an EXEC it
+// reaches the sink at once, after whatever the session committed before. Inside one it joins
+// the EXEC's effect in its place (after the command's own Propagate) and goes with the EXEC's
+// commit, or alone if the EXEC writes nothing.
+func (ks *Keyspace) Announce(se *Session, db int, args [][]byte) {
+	if se.batch() != nil {
+		se.effects = append(se.effects, Effect{DB: db, Args: args})
+		se.announced = true
+		return
+	}
+	p := ks.sink.Load()
+	if p == nil {
+		return
+	}
+	c := Change{Now: ks.sessNow(se), Effects: []Effect{{DB: db, Args: args}}, Keyless: true}
+	se.lastChange = (*p).Change(&c)
+}
 
 // SetClock makes the session's EXECs (Keyspace.Exec) decide by the clock now (unix ms) instead
 // of the process's, until it is set back to 0: a follower applies its primary's changes by the

@@ -128,7 +128,14 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 	for _, bk := range b.order {
 		tx.uniq = append(tx.uniq, b.keys[bk])
 	}
-	return true, tx.commitLocked(se, b)
+	err = tx.commitLocked(se, b)
+	if err == nil && se.announced && len(se.effects) > 0 {
+		// Nothing written logged the effect: the EXEC's announced commands go alone (with
+		// the effects of its writes that wrote nothing, which a follower runs to the same
+		// nothing).
+		ks.changedLocked(se, b.now)
+	}
+	return true, err
 }
 
 // updateBatch is Update inside an EXEC: keys start as the overlay has them, values are read

@@ -671,6 +671,9 @@ type Session struct {
 	// remove, for the keyspace events "new" and "del" (notify.go).
 	track bool
 	keys  []keyChange
+	// announced says the effects hold an Announce of the running EXEC, which reaches the sink
+	// even if the EXEC writes nothing.
+	announced bool
 }
 
 // NewSession returns a session for one connection.

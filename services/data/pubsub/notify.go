@@ -116,19 +116,65 @@ func (r *Registry) Notifying(class Class) bool {
 	return f&class != 0 && f&(Keyspace|Keyevent) != 0
 }
 
+// Message is a message to publish later (Held): on a channel, or a shard channel.
+type Message struct {
+	Channel, Payload string
+	Shard            bool
+}
+
+// Held collects the messages of a command that are to be published later, in order (a
+// follower publishes those of its primary's stream once the batch they belong to committed).
+// A nil *Held publishes at once.
+type Held struct{ msgs []Message }
+
+// Publish publishes message on channel now (h nil) or holds it.
+func (h *Held) Publish(r *Registry, channel, message string, shard bool) int {
+	if h != nil {
+		h.msgs = append(h.msgs, Message{channel, message, shard})
+		return 0
+	}
+	if shard {
+		return r.SPublish(channel, message)
+	}
+	return r.Publish(channel, message)
+}
+
+// Release publishes the messages held, in order, and forgets them.
+func (h *Held) Release(r *Registry) {
+	for _, m := range h.msgs {
+		if m.Shard {
+			r.SPublish(m.Channel, m.Payload)
+		} else {
+			r.Publish(m.Channel, m.Payload)
+		}
+	}
+	h.Drop()
+}
+
+// Drop forgets the messages held (a batch that did not commit and will run again).
+func (h *Held) Drop() {
+	clear(h.msgs)
+	h.msgs = h.msgs[:0]
+}
+
 // NotifyKeyspace publishes event of class about key of database db, as Redis's
 // notifyKeyspaceEvent: on __keyspace@<db>__:<key> with the event as message (K), and on
 // __keyevent@<db>__:<event> with the key (E).
 func (r *Registry) NotifyKeyspace(class Class, event string, db int, key []byte) {
+	r.NotifyKeyspaceHeld(nil, class, event, db, key)
+}
+
+// NotifyKeyspaceHeld is NotifyKeyspace with the messages held in h (nil: published now).
+func (r *Registry) NotifyKeyspaceHeld(h *Held, class Class, event string, db int, key []byte) {
 	f := Class(r.notify.Load())
 	if f&class == 0 {
 		return
 	}
 	d := strconv.Itoa(db)
 	if f&Keyspace != 0 {
-		r.Publish("__keyspace@"+d+"__:"+string(key), event)
+		h.Publish(r, "__keyspace@"+d+"__:"+string(key), event, false)
 	}
 	if f&Keyevent != 0 {
-		r.Publish("__keyevent@"+d+"__:"+event, string(key))
+		h.Publish(r, "__keyevent@"+d+"__:"+event, string(key), false)
 	}
 }
