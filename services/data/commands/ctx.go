@@ -195,7 +195,7 @@ type Ctx struct {
 	// Held, when set, holds what the command publishes (keyspace events, PUBLISH) instead of
 	// publishing it: a follower publishes its primary's stream's once they are applied.
 	Held *pubsub.Held
-	Cmd *Command
+	Cmd  *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool
 	// Flush, set by the server, waits for the durability of what the replies so far depend on
