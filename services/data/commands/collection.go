@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // A collection is a hash or a set as one record: decoded whole, changed in memory and written
@@ -130,7 +131,19 @@ func changeEach[T collection](c *Ctx, update func(*Ctx, []byte, [][]byte, func(T
 		c.Err(err)
 		return
 	}
+	if ev, ok := changeEvents[c.Cmd.Name]; n > 0 && ok {
+		c.Notify(ev.class, ev.event, c.Args[1])
+	}
 	c.W.Int(n)
+}
+
+// changeEvents are the keyspace events of the commands changeEach runs.
+var changeEvents = map[string]struct {
+	class pubsub.Class
+	event string
+}{
+	"hdel": {pubsub.Hash, "hdel"}, "sadd": {pubsub.Set, "sadd"}, "srem": {pubsub.Set, "srem"},
+	"zrem": {pubsub.ZSet, "zrem"},
 }
 
 // popFirstKey is the pop of LMPOP, BLPOP, ZMPOP, BZPOPMIN and the like: in one transaction,

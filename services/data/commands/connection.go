@@ -56,6 +56,17 @@ func init() {
 }
 
 func pingCmd(c *Ctx) {
+	if len(c.Args) <= 2 && c.Client.Sub != nil && c.Client.Proto.Load() == 2 && c.Client.Sub.Subscribed() {
+		// A subscribed RESP2 client reads every reply as a message: Redis answers in that shape.
+		c.W.Array(2)
+		c.W.BulkString("pong")
+		if len(c.Args) == 2 {
+			c.W.Bulk(c.Args[1])
+		} else {
+			c.W.BulkString("")
+		}
+		return
+	}
 	switch len(c.Args) {
 	case 1:
 		c.W.Simple("PONG")

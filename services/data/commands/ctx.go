@@ -13,6 +13,7 @@ import (
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -67,8 +68,11 @@ type Client struct {
 	CloseAfterReply bool
 	// Multi is the transaction being queued (MULTI), nil outside one; Watches are the keys
 	// WATCHed (multi.go). The server unwatches them when the connection ends.
-	Multi    *Multi
-	Watches  keyspace.Watches
+	Multi   *Multi
+	Watches keyspace.Watches
+	// Sub is the connection's pub/sub state (pubsub.go); nil where the connection cannot
+	// receive messages (a follower applying its primary's stream).
+	Sub      *pubsub.Subscriber
 	multiLen atomic.Int32 // 1 + the number of commands queued, 0 outside MULTI, for CLIENT LIST
 
 	LastActive atomic.Int64 // unix ms of the last command
@@ -122,6 +126,13 @@ func (cl *Client) Info(now time.Time) string {
 		last = c.Name
 	}
 	flags := ""
+	var sub, psub, ssub int
+	if cl.Sub != nil {
+		sub, psub, ssub = cl.Sub.Count(pubsub.Channel), cl.Sub.Count(pubsub.Pattern), cl.Sub.Count(pubsub.Shard)
+		if sub+psub+ssub > 0 {
+			flags += "P"
+		}
+	}
 	multi := cl.multiLen.Load() - 1
 	if multi >= 0 {
 		flags += "x"
@@ -144,8 +155,8 @@ func (cl *Client) Info(now time.Time) string {
 	if omem > 0 {
 		events = "rw"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=%d oll=%d omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d",
-		cl.ID, cl.Addr, cl.LAddr, ci.FD, name, age, idle, flags, cl.DB.Load(), multi, qbuf, ci.QbufFree, ci.ArgvMem, ci.MultiMem,
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=%d oll=%d omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d",
+		cl.ID, cl.Addr, cl.LAddr, ci.FD, name, age, idle, flags, cl.DB.Load(), sub, psub, ssub, multi, qbuf, ci.QbufFree, ci.ArgvMem, ci.MultiMem,
 		qbuf+ci.QbufFree, qbuf, obl, 0, omem, ci.totMem(qbuf, omem), events, last, cl.Proto.Load())
 }
 
@@ -193,6 +204,11 @@ type Ctx struct {
 	Sess   *keyspace.Session
 	// Repl is the node's replication.
 	Repl Replication
+	// PS is the node's pub/sub registry (nil: no pub/sub, no keyspace notifications).
+	PS *pubsub.Registry
+	// Held, when set, holds what the command publishes (keyspace events, PUBLISH) instead of
+	// publishing it: a follower publishes its primary's stream's once they are applied.
+	Held *pubsub.Held
 	Cmd  *Command
 	// Failed is set when the command replied with an error (INFO commandstats failed_calls).
 	Failed bool

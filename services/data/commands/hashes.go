@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeHash = keyspace.TypeHash
@@ -94,6 +95,7 @@ func hsetPairs(c *Ctx) (int64, bool) {
 		c.Err(err)
 		return 0, false
 	}
+	c.Notify(pubsub.Hash, "hset", c.Args[1])
 	return added, true
 }
 
@@ -123,6 +125,9 @@ func hsetnxCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if added {
+		c.Notify(pubsub.Hash, "hset", c.Args[1])
+	}
 	c.W.Int(boolInt(added))
 }
 
@@ -150,6 +155,8 @@ func hreplaceCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	// Not a Redis command: it states the event of HSET, which it replaces for a whole hash.
+	c.Notify(pubsub.Hash, "hset", c.Args[1])
 	c.W.Int(int64(n))
 }
 
@@ -275,6 +282,7 @@ func hincrbyCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Hash, "hincrby", c.Args[1])
 	c.W.Int(out)
 }
 
@@ -308,6 +316,7 @@ func hincrbyfloatCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Hash, "hincrbyfloat", c.Args[1])
 	c.W.Bulk(out)
 }
 

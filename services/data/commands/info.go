@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/pkg/gcpause"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -324,6 +325,9 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "evicted_keys", 0)
 	kv(b, "keyspace_hits", ks.Hits)
 	kv(b, "keyspace_misses", ks.Misses)
+	kv(b, "pubsub_channels", c.PS.Len(pubsub.Channel))
+	kv(b, "pubsub_patterns", c.PS.Len(pubsub.Pattern))
+	kv(b, "pubsubshard_channels", c.PS.Len(pubsub.Shard))
 	rs := c.Repl.Stats()
 	kv(b, "sync_full", rs.SyncFull)
 	kv(b, "sync_partial_ok", rs.SyncPartialOK)

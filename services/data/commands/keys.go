@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 func init() {
@@ -73,10 +74,12 @@ func delCmd(c *Ctx) {
 		pos[i] = i + 1
 	}
 	var n int64
+	deleted := make([]bool, len(pos))
 	err := c.KS.Update(c.Sess, c.keyArgs(pos...), func(tx *keyspace.Tx) error {
 		n = 0
 		for i := range pos {
-			if tx.Delete(i) {
+			deleted[i] = tx.Delete(i)
+			if deleted[i] {
 				n++
 			}
 		}
@@ -85,6 +88,11 @@ func delCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	for i, d := range deleted {
+		if d {
+			c.Notify(pubsub.Generic, "del", c.Args[pos[i]])
+		}
 	}
 	c.W.Int(n)
 }
@@ -167,9 +175,9 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 		c.Err(err)
 		return
 	}
-	var set bool
+	var set, deleted bool
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
-		set = false
+		set, deleted = false, false
 		m, ok := tx.Meta(0)
 		if !ok {
 			return nil
@@ -185,6 +193,7 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 		}
 		if a.at <= tx.Now() {
 			tx.Delete(0)
+			deleted = true
 		} else {
 			tx.SetExpire(0, a.at)
 		}
@@ -194,6 +203,12 @@ func expireGeneric(c *Ctx, unit expireUnit, absolute bool) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	switch {
+	case deleted:
+		c.Notify(pubsub.Generic, "del", c.Args[1])
+	case set:
+		c.Notify(pubsub.Generic, "expire", c.Args[1])
 	}
 	c.W.Int(b2i(set))
 }
@@ -237,6 +252,9 @@ func persistCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if done {
+		c.Notify(pubsub.Generic, "persist", c.Args[1])
+	}
 	c.W.Int(b2i(done))
 }
 
@@ -279,6 +297,11 @@ func renameGeneric(c *Ctx, nx bool) {
 		renamed = true
 		return moveValue(tx, 0, 1, true)
 	})
+	if err == nil && renamed && !same {
+		c.NotifyNew(c.DB(), c.Args[2]) // Redis deletes the destination and adds it anew
+		c.Notify(pubsub.Generic, "rename_from", c.Args[1])
+		c.Notify(pubsub.Generic, "rename_to", c.Args[2])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -326,6 +349,10 @@ func copyCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if copied {
+		c.NotifyNew(dstDB, c.Args[2]) // REPLACE deletes the destination and adds it anew
+		c.NotifyDB(pubsub.Generic, "copy_to", dstDB, c.Args[2])
+	}
 	c.W.Int(b2i(copied))
 }
 
@@ -352,6 +379,11 @@ func moveCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if moved {
+		c.NotifyNew(db, c.Args[1])
+		c.Notify(pubsub.Generic, "move_from", c.Args[1])
+		c.NotifyDB(pubsub.Generic, "move_to", db, c.Args[1])
 	}
 	c.W.Int(b2i(moved))
 }

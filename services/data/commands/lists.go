@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeList = keyspace.TypeList
@@ -69,6 +70,9 @@ func pushCmd(c *Ctx, left, onlyIfExists bool) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.List, pushEvent(left), c.Args[1])
+	}
 	c.W.Int(int64(n))
 }
 
@@ -107,6 +111,9 @@ func popCmd(c *Ctx, left bool) {
 		popped, err = popEnd(c, tx, 0, v, left, int(min(count, math.MaxInt32)))
 		return err
 	})
+	if err == nil && len(popped) > 0 {
+		c.Notify(pubsub.List, popEvent(left), c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -222,6 +229,7 @@ func lsetCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.List, "lset", c.Args[1])
 	c.OK()
 }
 
@@ -259,6 +267,9 @@ func linsertCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if n > 0 {
+		c.Notify(pubsub.List, "linsert", c.Args[1])
 	}
 	c.W.Int(n)
 }
@@ -306,6 +317,9 @@ func lremCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if removed > 0 {
+		c.Notify(pubsub.List, "lrem", c.Args[1])
+	}
 	c.W.Int(removed)
 }
 
@@ -316,7 +330,9 @@ func ltrimCmd(c *Ctx) {
 		c.Err(ErrNotInt)
 		return
 	}
+	trimmed := false
 	err := updateListView(c, c.Args[1], func(tx *keyspace.Tx, v *listView) (bool, error) {
+		trimmed = v.exists
 		if !v.exists {
 			return false, nil
 		}
@@ -338,6 +354,10 @@ func ltrimCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if trimmed {
+		// Redis states ltrim for a list that exists, even when nothing went.
+		c.Notify(pubsub.List, "ltrim", c.Args[1])
 	}
 	c.OK()
 }
@@ -506,6 +526,11 @@ func rpoplpushCmd(c *Ctx) { moveReply(c, c.Args[1], c.Args[2], false, true, time
 // (see blockOn).
 func moveReply(c *Ctx, src, dst []byte, from, to bool, deadline time.Time, block bool) {
 	e, err := move(c, src, dst, from, to)
+	if err == nil && e != nil {
+		// Redis's lmoveHandlePush states the push, then the pop (and the source's del).
+		c.Notify(pubsub.List, pushEvent(to), dst)
+		c.Notify(pubsub.List, popEvent(from), src)
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -590,6 +615,9 @@ func lmpopCmd(c *Ctx) {
 
 func mpopReply(c *Ctx, keys [][]byte, left bool, count int64, deadline time.Time, block bool) {
 	key, popped, err := mpop(c, keys, left, count)
+	if err == nil && key != nil {
+		c.Notify(pubsub.List, popEvent(left), key)
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -662,6 +690,9 @@ func bpopCmd(c *Ctx, left bool) {
 	}
 	keys := c.Args[1 : len(c.Args)-1]
 	key, popped, err := mpop(c, keys, left, 1)
+	if err == nil && key != nil {
+		c.Notify(pubsub.List, popEvent(left), key)
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -714,4 +745,19 @@ func blmpopCmd(c *Ctx) {
 		return
 	}
 	mpopReply(c, keys, left, count, deadline, true)
+}
+
+// pushEvent and popEvent are the keyspace events of a push and a pop at the left or right end.
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
 }

@@ -153,7 +153,7 @@ func configGetCmd(c *Ctx) {
 	c.W.Map(len(names))
 	for _, n := range names {
 		c.W.BulkString(n)
-		c.W.BulkString(cfg.Get(n))
+		c.W.BulkString(cfg.Show(n))
 	}
 }
 

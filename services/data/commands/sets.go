@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeSet = keyspace.TypeSet
@@ -134,6 +135,9 @@ func spopCmd(c *Ctx) {
 		c.Propagate(append([][]byte{[]byte("SREM"), c.Args[1]}, popped...))
 		return true, nil
 	})
+	if err == nil && len(popped) > 0 {
+		c.Notify(pubsub.Set, "spop", c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -179,10 +183,10 @@ func srandmemberCmd(c *Ctx) {
 }
 
 func smoveCmd(c *Ctx) {
-	var moved bool
+	var moved, removed, added bool
 	keys := []kspKey{{DB: c.DB(), Key: c.Args[1]}, {DB: c.DB(), Key: c.Args[2]}}
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
-		moved = false
+		moved, removed, added = false, false, false
 		if _, ok := tx.Meta(0); !ok {
 			return nil // a missing source moves nothing, whatever the destination holds
 		}
@@ -206,11 +210,12 @@ func smoveCmd(c *Ctx) {
 		if err != nil {
 			return err
 		}
-		moved = true
+		moved, removed = true, true
 		if err := setType.writeBack(c, tx, 0, src, sg, sd, sjs); err != nil {
 			return err
 		}
 		if dst.add(c.Args[3]) {
+			added = true
 			return setType.writeBack(c, tx, 1, dst, dg, dd, djs)
 		}
 		return nil
@@ -218,6 +223,12 @@ func smoveCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if removed {
+		c.Notify(pubsub.Set, "srem", c.Args[1])
+	}
+	if added {
+		c.Notify(pubsub.Set, "sadd", c.Args[2])
 	}
 	c.W.Int(boolInt(moved))
 }
@@ -312,7 +323,9 @@ func sdiffCmd(c *Ctx)  { setOpCmd(c, opDiff) }
 func setOpStoreCmd(c *Ctx, op setOp) {
 	keys := dbKeys(c, c.Args[1:])
 	var n int
+	var deleted bool
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		deleted = false
 		// The sources are keys 1..; the destination (key 0) may be of any type.
 		sets := make([]*setValue, len(keys)-1)
 		var need error
@@ -342,7 +355,7 @@ func setOpStoreCmd(c *Ctx, op setOp) {
 		}
 		n = res.len()
 		if n == 0 {
-			tx.Delete(0)
+			deleted = tx.Delete(0)
 			return nil
 		}
 		tx.Put(0, res.encode(), 0, typeSet)
@@ -351,6 +364,12 @@ func setOpStoreCmd(c *Ctx, op setOp) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	switch {
+	case n > 0:
+		c.Notify(pubsub.Set, c.Cmd.Name, c.Args[1]) // sinterstore, sunionstore, sdiffstore
+	case deleted:
+		c.Notify(pubsub.Generic, "del", c.Args[1])
 	}
 	c.W.Int(int64(n))
 }

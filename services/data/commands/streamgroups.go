@@ -3,6 +3,8 @@ package commands
 import (
 	"math"
 	"strconv"
+
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // Consumer groups: XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM. A group lives in its
@@ -125,6 +127,7 @@ func xgroupCreateCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Stream, "xgroup-create", key)
 	c.OK()
 }
 
@@ -170,6 +173,7 @@ func xgroupSetIDCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Stream, "xgroup-setid", c.Args[2])
 	c.OK()
 }
 
@@ -187,6 +191,9 @@ func xgroupDestroyCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.Stream, "xgroup-destroy", c.Args[2])
+	}
 	c.W.Int(int64(n))
 }
 
@@ -201,6 +208,7 @@ func xgroupCreateConsumerCmd(c *Ctx) {
 		return
 	}
 	if created {
+		c.Notify(pubsub.Stream, "xgroup-createconsumer", c.Args[2])
 		c.W.Int(1)
 	} else {
 		c.W.Int(0)
@@ -209,8 +217,10 @@ func xgroupCreateConsumerCmd(c *Ctx) {
 
 func xgroupDelConsumerCmd(c *Ctx) {
 	n := 0
+	deleted := false
 	err := updateGroup(c, true, func(s *streamValue, g *streamGroup) (bool, error) {
 		n = g.delConsumer(string(c.Args[4]))
+		deleted = n >= 0
 		if n < 0 {
 			n = 0
 			return false, nil
@@ -220,6 +230,9 @@ func xgroupDelConsumerCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if deleted {
+		c.Notify(pubsub.Stream, "xgroup-delconsumer", c.Args[2])
 	}
 	c.W.Int(int64(n))
 }
@@ -316,7 +329,9 @@ func xreadgroupCmd(c *Ctx) {
 		}
 		r := streamResult{key: key, history: history[i]}
 		empty := false
+		newConsumer := false
 		err := updateS(c, key, func(v *sview) (bool, error) {
+			newConsumer = false
 			r.entries, r.ids, empty = r.entries[:0], r.ids[:0], false
 			var g *streamGroup
 			if v.exists {
@@ -345,8 +360,9 @@ func xreadgroupCmd(c *Ctx) {
 				}
 			}
 			now := c.Now()
-			cons, _ := g.addConsumer(string(a.consumer), now)
+			cons, created := g.addConsumer(string(a.consumer), now)
 			cons.seenTime = now
+			newConsumer = created
 			if r.history {
 				start, ok := after[i].next()
 				if !ok {
@@ -396,6 +412,9 @@ func xreadgroupCmd(c *Ctx) {
 		if err != nil {
 			c.Err(err)
 			return
+		}
+		if newConsumer {
+			c.Notify(pubsub.Stream, "xgroup-createconsumer", key)
 		}
 		if !empty {
 			rs = append(rs, r)
@@ -609,9 +628,10 @@ func (s *streamValue) entry(id streamID) *streamEntry {
 	return nil
 }
 
-// claim gives the pending entry at PEL position i to consumer, as XCLAIM and XAUTOCLAIM do.
-func (g *streamGroup) claim(i int, consumer string, deliveryTime, retryCount int64, justID bool, now int64) {
-	c, _ := g.addConsumer(consumer, now)
+// claim gives the pending entry at PEL position i to consumer, as XCLAIM and XAUTOCLAIM do,
+// and reports whether it created the consumer.
+func (g *streamGroup) claim(i int, consumer string, deliveryTime, retryCount int64, justID bool, now int64) bool {
+	c, created := g.addConsumer(consumer, now)
 	c.seenTime = now
 	p := &g.pel[i]
 	p.consumer = consumer
@@ -622,14 +642,15 @@ func (g *streamGroup) claim(i int, consumer string, deliveryTime, retryCount int
 	case !justID:
 		p.deliveryCount++
 	}
+	return created
 }
 
 func xclaimCmd(c *Ctx) {
 	minIdle, ok := ParseInt(c.Args[4])
 	var cl []claimed
-	justID := false
+	justID, newConsumer := false, false
 	err := updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
-		cl = cl[:0]
+		cl, newConsumer = cl[:0], false
 		g := lookupGroup(s, exists, c.Args[2])
 		if g == nil {
 			return false, errNoKeyOrGroup(c.Args[1], c.Args[2])
@@ -719,7 +740,7 @@ func xclaimCmd(c *Ctx) {
 			} else if minIdle > 0 && now-g.pel[i].deliveryTime < minIdle {
 				continue
 			}
-			g.claim(i, string(c.Args[3]), deliveryTime, retryCount, justID, now)
+			newConsumer = g.claim(i, string(c.Args[3]), deliveryTime, retryCount, justID, now) || newConsumer
 			cl = append(cl, claimed{id: id, e: e})
 			changed = true
 		}
@@ -728,6 +749,9 @@ func xclaimCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if newConsumer {
+		c.Notify(pubsub.Stream, "xgroup-createconsumer", c.Args[1])
 	}
 	writeClaimed(c, cl, justID)
 }
@@ -771,8 +795,9 @@ func xautoclaimCmd(c *Ctx) {
 	var cl []claimed
 	var deleted []streamID
 	var cursor streamID
+	newConsumer := false
 	err = updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
-		cl, deleted, cursor = cl[:0], deleted[:0], streamID{}
+		cl, deleted, cursor, newConsumer = cl[:0], deleted[:0], streamID{}, false
 		g := lookupGroup(s, exists, c.Args[2])
 		if g == nil {
 			return false, errNoKeyOrGroup(c.Args[1], c.Args[2])
@@ -794,7 +819,7 @@ func xautoclaimCmd(c *Ctx) {
 				i++
 				continue
 			}
-			g.claim(i, string(c.Args[3]), now, -1, justID, now)
+			newConsumer = g.claim(i, string(c.Args[3]), now, -1, justID, now) || newConsumer
 			cl = append(cl, claimed{id: p.id, e: e})
 			left--
 			i++
@@ -807,6 +832,9 @@ func xautoclaimCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if newConsumer {
+		c.Notify(pubsub.Stream, "xgroup-createconsumer", c.Args[1])
 	}
 	c.W.Array(3)
 	c.W.BulkString(cursor.String())

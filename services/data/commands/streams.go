@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // Streams: a stream and its consumer groups are one record (streamcodec.go), decoded whole,
@@ -298,8 +299,9 @@ func xaddCmd(c *Ctx) {
 		return
 	}
 	var id streamID
-	created := false
+	created, trimmed := false, false
 	err = updateS(c, c.Args[1], func(v *sview) (bool, error) {
+		trimmed = false
 		created = v.exists || !a.noMkStream
 		if !created {
 			return false, nil
@@ -317,8 +319,17 @@ func xaddCmd(c *Ctx) {
 		if err := v.appendEntry(id, fields); err != nil {
 			return false, err
 		}
-		return true, v.trim(&a)
+		n := v.n
+		err = v.trim(&a)
+		trimmed = v.n < n
+		return true, err
 	})
+	if err == nil && created {
+		c.Notify(pubsub.Stream, "xadd", c.Args[1])
+		if trimmed {
+			c.Notify(pubsub.Stream, "xtrim", c.Args[1])
+		}
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -481,6 +492,9 @@ func xdelCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.Stream, "xdel", c.Args[1])
+	}
 	c.W.Int(int64(n))
 }
 
@@ -502,6 +516,9 @@ func xtrimCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if n > 0 {
+		c.Notify(pubsub.Stream, "xtrim", c.Args[1])
 	}
 	c.W.Int(n)
 }
@@ -569,6 +586,7 @@ func xsetidCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.Stream, "xsetid", c.Args[1])
 	c.OK()
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 type kspKey = keyspace.Key
@@ -159,6 +160,7 @@ func setCmd(c *Ctx) {
 			c.Err(err)
 			return
 		}
+		notifySet(c, key, expireAt)
 		c.OK()
 		return
 	}
@@ -192,6 +194,9 @@ func setCmd(c *Ctx) {
 		done = true
 		return nil
 	})
+	if err == nil && done {
+		notifySet(c, key, expireAt)
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -217,7 +222,18 @@ func setnxCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if set {
+		c.Notify(pubsub.String, "set", c.Args[1])
+	}
 	c.W.Int(b2i(set))
+}
+
+// notifySet states SET's events: "set", and "expire" when it gave the key a time to live.
+func notifySet(c *Ctx, key []byte, expireAt int64) {
+	c.Notify(pubsub.String, "set", key)
+	if expireAt != 0 {
+		c.Notify(pubsub.Generic, "expire", key)
+	}
 }
 
 func b2i(b bool) int64 {
@@ -240,6 +256,7 @@ func setexGeneric(c *Ctx, name string, unit expireUnit) {
 		c.Err(err)
 		return
 	}
+	notifySet(c, c.Args[1], at)
 	c.OK()
 }
 
@@ -327,6 +344,9 @@ func msetCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	for _, p := range pos {
+		c.Notify(pubsub.String, "set", c.Args[p])
+	}
 	c.OK()
 }
 
@@ -358,12 +378,25 @@ func msetnxCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if set {
+		for _, p := range pos {
+			c.Notify(pubsub.String, "set", c.Args[p])
+		}
+	}
 	c.W.Int(b2i(set))
 }
 
 // getThen reads key 1's string value inside a transaction and lets then decide what to write.
 // It replies with the old value (nil if missing), or with then's error, which cancels the write.
+// Once it committed, it states the event then set in event and class, if any.
 func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error) {
+	getThenNotify(c, then, nil, nil)
+}
+
+// getThenNotify is getThen with the event then sets in *ev (of class *cl).
+func getThenNotify(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error, ev *string, cl *pubsub.Class) {
+	var event string
+	var class pubsub.Class
 	var old []byte
 	var had bool
 	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
@@ -381,6 +414,12 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) er
 		}
 		return then(tx, exists, m)
 	})
+	if ev != nil {
+		event, class = *ev, *cl
+	}
+	if err == nil && event != "" {
+		c.Notify(class, event, c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -392,19 +431,24 @@ func getThen(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Meta) er
 }
 
 func getsetCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) error {
+	ev, cl := "set", pubsub.String
+	getThenNotify(c, func(tx *keyspace.Tx, _ bool, _ keyspace.Meta) error {
 		tx.Put(0, c.Args[2], 0, typeString)
 		return nil
-	})
+	}, &ev, &cl)
 }
 
 func getdelCmd(c *Ctx) {
-	getThen(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) error {
+	var ev string
+	cl := pubsub.Generic
+	getThenNotify(c, func(tx *keyspace.Tx, exists bool, _ keyspace.Meta) error {
+		ev = ""
 		if exists {
 			tx.Delete(0)
+			ev = "del"
 		}
 		return nil
-	})
+	}, &ev, &cl)
 }
 
 // getexArgs are GETEX's parsed options: PERSIST, or the last EX, PX, EXAT or PXAT option and its
@@ -451,7 +495,10 @@ func getexCmd(c *Ctx) {
 	if a.expOpt != nil {
 		at, atErr = parseExpireOpt("getex", a.expOpt, a.expVal, c.Now())
 	}
-	getThen(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error {
+	var ev string
+	cl := pubsub.Generic
+	getThenNotify(c, func(tx *keyspace.Tx, exists bool, m keyspace.Meta) error {
+		ev = ""
 		switch {
 		case !exists:
 		case atErr != nil:
@@ -459,12 +506,17 @@ func getexCmd(c *Ctx) {
 		case a.persist:
 			if m.ExpireAt != 0 {
 				tx.SetExpire(0, 0)
+				ev = "persist"
 			}
 		default:
 			tx.SetExpire(0, at)
+			ev = "expire"
+			if at <= tx.Now() {
+				ev = "del"
+			}
 		}
 		return nil
-	})
+	}, &ev, &cl)
 }
 
 func maxStringLen(c *Ctx) int64 { return c.Srv.Config().Int("proto-max-bulk-len") }
@@ -495,6 +547,7 @@ func appendCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.String, "append", c.Args[1])
 	c.W.Int(newLen)
 }
 
@@ -595,6 +648,9 @@ func setrangeCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if len(patch) > 0 {
+		c.Notify(pubsub.String, "setrange", c.Args[1])
+	}
 	c.W.Int(newLen)
 }
 
@@ -655,6 +711,7 @@ func incrGeneric(c *Ctx, by int64) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.String, "incrby", c.Args[1])
 	c.W.Int(result)
 }
 
@@ -693,5 +750,6 @@ func incrbyfloatCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.String, "incrbyfloat", c.Args[1])
 	c.W.Bulk(out)
 }

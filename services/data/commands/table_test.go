@@ -16,7 +16,7 @@ var (
 	// Lavik's own commands live in the "lavik." namespace, as Redis modules' commands do.
 	// Redis's own names may hold an underscore (EVAL_RO, SORT_RO, GEORADIUS_RO).
 	tblTopRE  = regexp.MustCompile(`^([a-z][a-z0-9_-]*|lavik\.[a-z][a-z0-9-]*)$`)
-	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true, "scripting": true, "bitmap": true, "hyperloglog": true, "geo": true}
+	tblGroups = map[string]bool{"string": true, "generic": true, "connection": true, "server": true, "transactions": true, "hash": true, "set": true, "list": true, "sorted-set": true, "stream": true, "scripting": true, "bitmap": true, "hyperloglog": true, "geo": true, "pubsub": true}
 )
 
 func TestTableEntriesComplete(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const typeZSet = keyspace.TypeZSet
@@ -151,9 +152,10 @@ pairs:
 	for k := range scores {
 		members = append(members, c.Args[i+2*k+1])
 	}
+	var changed bool
 	err := updateZMembers(c, c.Args[1], members, func(z *zsetValue, exists bool) (bool, error) {
 		count, aborted = 0, false
-		changed := false
+		changed = false
 		for k, s := range scores {
 			m := c.Args[i+2*k+1]
 			cur, had := z.score(m)
@@ -190,6 +192,9 @@ pairs:
 		}
 		return changed, nil
 	})
+	if err == nil && changed {
+		c.Notify(pubsub.ZSet, map[bool]string{true: "zincr", false: "zadd"}[incr], c.Args[1])
+	}
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -209,7 +214,9 @@ func zincrbyCmd(c *Ctx) {
 		return
 	}
 	var out float64
+	var changed bool
 	err := updateZMembers(c, c.Args[1], c.Args[3:4], func(z *zsetValue, _ bool) (bool, error) {
+		changed = false
 		cur, had := z.score(c.Args[3])
 		out = incr // a new member's score is the increment itself: -0 stays -0
 		if had {
@@ -222,11 +229,15 @@ func zincrbyCmd(c *Ctx) {
 			return false, nil // an unchanged score touches nothing (WATCH holds)
 		}
 		z.set(c.Args[3], out) // a listpack stores -0 as 0; the reply is the sum, as Redis's
+		changed = true
 		return true, nil
 	})
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if changed {
+		c.Notify(pubsub.ZSet, "zincr", c.Args[1])
 	}
 	c.score(out)
 }
@@ -538,6 +549,7 @@ func zrangestoreCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.ZSet, n)
 	c.W.Int(int64(n))
 }
 
@@ -564,6 +576,9 @@ func zremRange(c *Ctx, kind int) {
 		c.Err(err)
 		return
 	}
+	if n > 0 {
+		c.Notify(pubsub.ZSet, c.Cmd.Name, c.Args[1]) // zremrangebyrank, ...byscore, ...bylex
+	}
 	c.W.Int(int64(n))
 }
 
@@ -584,6 +599,9 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zit
 		}
 		return v.store(c)
 	})
+	if err == nil && key != nil && len(items) > 0 {
+		c.Notify(pubsub.ZSet, map[bool]string{false: "zpopmin", true: "zpopmax"}[max], key)
+	}
 	return key, items, err
 }
 
@@ -1101,6 +1119,7 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.ZSet, n)
 	c.W.Int(int64(n))
 }
 
@@ -1189,3 +1208,15 @@ func zscanCmd(c *Ctx) {
 
 func zcountCmd(c *Ctx)    { zcountGeneric(c, rangeScore) }
 func zlexcountCmd(c *Ctx) { zcountGeneric(c, rangeLex) }
+
+// notifyStore states the event of a command that stored n elements in key 1 (ZUNIONSTORE,
+// ZRANGESTORE, ...): its own name when it stored some, or "del" when an empty result removed
+// what the key held, as Redis.
+func notifyStore(c *Ctx, class pubsub.Class, n int) {
+	switch {
+	case n > 0:
+		c.Notify(class, c.Cmd.Name, c.Args[1])
+	case c.Sess.TakeKey(c.DB(), c.Args[1], false):
+		c.Notify(pubsub.Generic, "del", c.Args[1])
+	}
+}

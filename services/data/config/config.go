@@ -39,7 +39,10 @@ type Param struct {
 	// Merge, when set, combines a checked value with the current one: a setting of several
 	// parts (client-output-buffer-limit) changes only the parts given.
 	Merge func(old, v string) string
-	Doc   string
+	// Show, when set, is the form CONFIG GET shows of a value where it differs from the value
+	// kept (notify-keyspace-events: Redis's display drops n next to A, the setting keeps it).
+	Show func(v string) string
+	Doc  string
 }
 
 // Params lists every setting, in the order --help prints them.
@@ -69,6 +72,8 @@ var Params = []*Param{
 	{Name: "client-output-buffer-limit", Default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", Mutable: true,
 		Check: obufCheck, Merge: obufMerge,
 		Doc: "class hard soft seconds, for one class or more (normal, replica or slave, pubsub): a client of the class whose replies not yet written exceed hard bytes, or soft bytes for seconds on end, is disconnected (0 = no limit). A normal client has at most about 64 KiB of unwritten replies plus the reply in progress: Lavik stops running its commands while the socket is full, where Redis goes on and buffers"},
+	{Name: "notify-keyspace-events", Default: "", Mutable: true, Check: notifyCheck, Show: notifyShow,
+		Doc: "keyspace events published to subscribers, as Redis's flags: K (__keyspace@<db>__ channels) and/or E (__keyevent@<db>__) with the classes g $ l s h z t x e d n m or A; empty (the default) publishes none and costs nothing. Each event is a PUBLISH: enabling many classes on a busy node costs CPU even without subscribers"},
 	{Name: "timeout", Default: "0", Mutable: true, Check: intRange(0, 1<<31),
 		Doc: "close a client idle for this many seconds (0 = never)"},
 	{Name: "loglevel", Default: "notice", Mutable: true, Check: oneOf("debug", "verbose", "notice", "warning"),
@@ -160,6 +165,17 @@ func (c *Config) Get(name string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.values[name]
+}
+
+// Show returns a setting's value as CONFIG GET shows it (Param.Show).
+func (c *Config) Show(name string) string {
+	v := c.Get(name)
+	for _, p := range Params {
+		if p.Name == name && p.Show != nil {
+			return p.Show(v)
+		}
+	}
+	return v
 }
 
 // Int returns an integer setting.

@@ -17,6 +17,12 @@ package keyspace
 // The sink learns what each change depends on in the logs (Change.NoteDeps) and must not ship
 // it before a Session noting those deps has waited (the same wait a reply gets). Collector moves
 // and checkpoints never reach it.
+//
+// A command that changes no key but that a follower must run too (PUBLISH: the follower
+// delivers the message to its own subscribers, as a Redis replica does) states itself with
+// Announce: a keyless change, which depends on nothing, so it is shippable as soon as what came
+// before it in the stream is. It reaches the sink after every change the session committed
+// before (and inside an EXEC, in its place among the EXEC's commands).
 
 // Effect is one command of a change, as a follower runs it: argv in database DB.
 type Effect struct {
@@ -33,6 +39,8 @@ type Change struct {
 	Effects []Effect
 	// Expired says the change is expiry's removal of a key (a DEL the keyspace states).
 	Expired bool
+	// Keyless says the change touches no key (Announce): no clock or database applies to it.
+	Keyless bool
 	shards  []*shard
 }
 
@@ -86,7 +94,27 @@ func (se *Session) Propagate(db int, cmds ...[][]byte) {
 func (se *Session) KeepEffect() { se.kept = len(se.effects) }
 
 // DropEffects forgets effects not logged (a command that ended without committing).
-func (se *Session) DropEffects() { se.effects, se.kept = se.effects[:0], 0 }
+func (se *Session) DropEffects() { se.effects, se.kept, se.announced = se.effects[:0], 0, false }
+
+// Announce hands the change sink, if any, a command that changes no key but that a follower
+// must run too (PUBLISH; FUNCTION LOAD, whose libraries live beside the keyspace), with args as the follower runs it in database db; args need stay
+// valid only during the call, or, inside an EXEC, until the EXEC ends. Outside an EXEC it
+// reaches the sink at once, after whatever the session committed before. Inside one it joins
+// the EXEC's effect in its place (after the command's own Propagate) and goes with the EXEC's
+// commit, or alone if the EXEC writes nothing.
+func (ks *Keyspace) Announce(se *Session, db int, args [][]byte) {
+	if se.batch() != nil {
+		se.effects = append(se.effects, Effect{DB: db, Args: args})
+		se.announced = true
+		return
+	}
+	p := ks.sink.Load()
+	if p == nil {
+		return
+	}
+	c := Change{Now: ks.sessNow(se), Effects: []Effect{{DB: db, Args: args}}, Keyless: true}
+	se.lastChange = (*p).Change(&c)
+}
 
 // SetClock makes the session's EXECs (Keyspace.Exec) decide by the clock now (unix ms) instead
 // of the process's, until it is set back to 0: a follower applies its primary's changes by the
@@ -114,6 +142,9 @@ func (ks *Keyspace) changedLocked(se *Session, now int64, shards ...*shard) {
 // expiredLocked hands the removal of an expired key to the sink, as a DEL. The shard's write
 // lock is held.
 func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
+	if h := ks.expireHook.Load(); h != nil {
+		(*h)(int(db), key)
+	}
 	p := ks.sink.Load()
 	if p == nil {
 		return
@@ -122,6 +153,11 @@ func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
 	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, Expired: true, shards: []*shard{s}}
 	(*p).Change(&c)
 }
+
+// SetExpireHook makes the keyspace call hook with every key it removes because it expired
+// (lazy and active expiry alike), under the key's shard lock: it must be quick and must not
+// call into the keyspace. The server publishes the "expired" keyspace event from it.
+func (ks *Keyspace) SetExpireHook(hook func(db int, key []byte)) { ks.expireHook.Store(&hook) }
 
 // SetFollower makes the keyspace a follower's (on) or a primary's: a follower's reads still
 // hide expired keys, but only the primary removes them (its DELs arrive in the change stream),
@@ -192,17 +228,58 @@ func (ks *Keyspace) WaitAll() error {
 // none): what WAIT waits for followers to have.
 func (se *Session) LastChange() int64 { return se.lastChange }
 
-// Announce hands the change sink a change that writes no record: args, in database db, change
-// state that lives beside the keyspace and that followers must share (FUNCTION LOAD's
-// libraries). It takes every shard's lock, so the change is ordered with those around it.
-// Inside an EXEC it is one more effect of the EXEC's transaction.
-func (ks *Keyspace) Announce(se *Session, db int, args [][]byte) {
-	if se.batch() != nil {
-		se.Propagate(db, args)
+// keyChange is a key a tracked session's command created or removed (TrackKeys).
+type keyChange struct {
+	db      int
+	key     []byte
+	created bool
+}
+
+// TrackKeys starts (on) or stops listing the keys the session's commits create or remove, and
+// forgets those listed: the command layer's keyspace events "new" (a key created, Redis's
+// dbAdd) and "del" (a collection left empty and removed) come from it. The server turns it on
+// for a command while the n class of notify-keyspace-events is on, or while events that may
+// need a "del" are: it costs nothing while off.
+func (se *Session) TrackKeys(on bool) {
+	se.track = on
+	se.keys = se.keys[:0]
+}
+
+// TakeKey reports whether a commit of the session created (created) or removed (!created) key
+// of database db since TrackKeys, and forgets it: the first event about the key says it once.
+func (se *Session) TakeKey(db int, key []byte, created bool) bool {
+	if se == nil {
+		return false
+	}
+	for i, k := range se.keys {
+		if k.db == db && k.created == created && string(k.key) == string(key) {
+			se.keys = append(se.keys[:i], se.keys[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// noteKeys lists the keys the transaction created or removed, for a tracking session.
+func (tx *Tx) noteKeys(se *Session) {
+	if se == nil || !se.track {
 		return
 	}
-	unlock := ks.lockAll()
-	defer unlock()
-	se.Propagate(db, args)
-	ks.changedLocked(se, ks.sessNow(se), ks.shards...)
+	for _, k := range tx.uniq {
+		noteKey(se, k)
+	}
+}
+
+func noteKey(se *Session, k *txKey) {
+	if k.had == k.found {
+		return
+	}
+	for i, c := range se.keys {
+		if c.db == int(k.db) && string(c.key) == string(k.key) {
+			// Created then removed (or the reverse) by one command: the later state is news.
+			se.keys = append(se.keys[:i], se.keys[i+1:]...)
+			break
+		}
+	}
+	se.keys = append(se.keys, keyChange{db: int(k.db), key: append([]byte(nil), k.key...), created: k.found})
 }

@@ -128,7 +128,14 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 	for _, bk := range b.order {
 		tx.uniq = append(tx.uniq, b.keys[bk])
 	}
-	return true, tx.commitLocked(se, b)
+	err = tx.commitLocked(se, b)
+	if err == nil && se.announced && len(se.effects) > 0 {
+		// Nothing written logged the effect: the EXEC's announced commands go alone (with
+		// the effects of its writes that wrote nothing, which a follower runs to the same
+		// nothing).
+		ks.changedLocked(se, b.now)
+	}
+	return true, err
 }
 
 // updateBatch is Update inside an EXEC: keys start as the overlay has them, values are read
@@ -145,6 +152,7 @@ func (ks *Keyspace) updateBatch(se *Session, b *execBatch, keys []Key, fn func(t
 		if err == nil {
 			b.keep(tx)
 			tx.noteDeps(se)
+			tx.noteKeys(se)
 			return nil
 		}
 		if !errors.Is(err, errNeedValue) {
@@ -173,16 +181,17 @@ func (tx *Tx) beginBatch(b *execBatch) {
 			k.edits = maps.Clone(ov.edits)
 			k.wantValue, k.wantMan, k.wantParts, k.plan = false, false, nil, nil
 			k.gplan, k.gnew = nil, nil
+			k.had = k.found
 			continue
 		}
 		k.resetOps()
 		k.dep = k.shard.depLocked(k.hash)
-		k.found = false
+		k.found, k.had = false, false
 		if b.flushed[k.db] {
 			continue
 		}
 		if i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now); ok {
-			k.found, k.idx, k.entry = true, i, *k.shard.ix.entry(i)
+			k.found, k.had, k.idx, k.entry = true, true, i, *k.shard.ix.entry(i)
 		}
 	}
 }

@@ -161,9 +161,11 @@ type Keyspace struct {
 	loadTime time.Duration
 	// sink receives the committed changes (changes.go); follower says only the change stream
 	// removes expired keys.
-	sink     atomic.Pointer[ChangeSink]
-	follower atomic.Bool
-	floor    atomic.Int64 // SetClockFloor
+	sink atomic.Pointer[ChangeSink]
+	// expireHook is told of every expired key removed (SetExpireHook).
+	expireHook atomic.Pointer[func(db int, key []byte)]
+	follower   atomic.Bool
+	floor      atomic.Int64 // SetClockFloor
 	// engines are the other engines that read for the keyspace (RegisterEngine).
 	enginesMu sync.Mutex
 	engines   []vlog.Engine
@@ -665,6 +667,13 @@ type Session struct {
 	cmdClock   int64
 	lastChange int64
 	change     Change // changedLocked's, reused
+	// track, set by TrackKeys, makes the session list in keys the keys its commits create or
+	// remove, for the keyspace events "new" and "del" (notify.go).
+	track bool
+	keys  []keyChange
+	// announced says the effects hold an Announce of the running EXEC, which reaches the sink
+	// even if the EXEC writes nothing.
+	announced bool
 }
 
 // NewSession returns a session for one connection.

@@ -94,10 +94,13 @@ func (ks *Keyspace) expireKey(s *shard, h uint64, db uint8, key []byte) {
 
 // findLiveLocked finds the key's index entry. An expired entry is removed on the way, as lazy
 // expiry does, and reported as not found with removed set (reclamation must then ask again
-// whether an older put of the key matters). The shard's write lock is held.
+// whether an older put of the key matters). A follower's entry is found as it is: only the
+// primary's DEL removes a key there (SetFollower), and the DEL must find it, as Redis's replica
+// lets its primary's commands see expired keys, so that the follower's keyspace event is the
+// primary's "del" and not an "expired" of its own. The shard's write lock is held.
 func (ks *Keyspace) findLiveLocked(s *shard, h uint64, db uint8, key []byte, now int64) (i uint32, ok, removed bool) {
 	i, pos, ok := s.ix.find(uint32(h), db, key)
-	if ok && s.ix.entry(i).expired(now) {
+	if ok && s.ix.entry(i).expired(now) && !ks.follower.Load() {
 		s.removeLocked(i, pos)
 		ks.stats.expired.Add(1)
 		ks.expiredLocked(s, db, key, now)

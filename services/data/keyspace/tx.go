@@ -44,8 +44,10 @@ type txKey struct {
 	hash  uint64
 	shard *shard
 
-	// State at the start of this attempt (after lazy expiry).
+	// State at the start of this attempt (after lazy expiry); found follows the attempt's
+	// Put and Delete, had keeps whether the key was there at the start (Session.TrackKeys).
 	found bool
+	had   bool
 	entry entry
 	idx   uint32
 
@@ -345,6 +347,9 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 			err = tx.commitLocked(se, nil)
 			unlockAll(shards)
 			tx.noteDeps(se)
+			if err == nil {
+				tx.noteKeys(se)
+			}
 			return err
 		}
 		if !errors.Is(err, errNeedValue) {
@@ -561,7 +566,7 @@ func (tx *Tx) begin(now int64) {
 		k.resetOps()
 		i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now)
 		k.dep = k.shard.depLocked(k.hash)
-		k.found = ok
+		k.found, k.had = ok, ok
 		if ok {
 			k.idx = i
 			k.entry = *k.shard.ix.entry(i)
@@ -885,10 +890,21 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 	if expireAt != 0 && expireAt <= now {
 		k.op = opDelete
 	}
+	if se != nil && se.track {
+		// Only for the events "new" and "del": whether the key is there (and not expired).
+		if i, _, found := s.ix.find(uint32(h), k.db, key); found {
+			e := s.ix.entry(i)
+			k.had = e.expireAt == 0 || e.expireAt > now
+		}
+		k.found = k.op == opPut
+	}
 	tx := Tx{ks: ks}
 	if err := tx.applyLocked(se, &k, nil); err != nil {
 		return err
 	}
 	ks.changedLocked(se, now, s)
+	if se != nil && se.track {
+		noteKey(se, &k)
+	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // A follower's link to its primary: connect, hand-shake as Redis replicas do (PING, AUTH,
@@ -352,6 +353,10 @@ type applier struct {
 	// units are the whole units read and not yet applied; ackAsked says a GETACK came.
 	units    []unit
 	ackAsked bool
+	// held are the messages the batch being applied publishes (keyspace events, the
+	// primary's PUBLISHes), published once it is applied and durable, so that a subscriber
+	// told of a change can read it, and a batch run again publishes nothing twice.
+	held pubsub.Held
 }
 
 // unit is what applies together: one command, or the commands of a MULTI ... EXEC, with the
@@ -375,7 +380,8 @@ const applyBatch = 256
 func (l *link) apply(br *bufio.Reader, st replState) error {
 	a := &applier{l: l, se: l.n.ks.NewSession(), cur: st, upto: st}
 	cl := &commands.Client{ID: -1, Addr: "primary", Authed: true, Created: time.Now()}
-	a.ctx = commands.Ctx{W: resp.NewWriter(), Client: cl, Srv: l.n.opts.Server, KS: l.n.ks, Sess: a.se, Repl: l.n, NoBlock: true}
+	a.ctx = commands.Ctx{W: resp.NewWriter(), Client: cl, Srv: l.n.opts.Server, KS: l.n.ks, Sess: a.se, Repl: l.n, NoBlock: true,
+		PS: l.n.opts.PubSub, Held: &a.held}
 	rd := resp.NewReader(br, resp.Limits{})
 	for {
 		var err error
@@ -449,6 +455,7 @@ func (a *applier) flush() error {
 			st = a.upto // with what came after the last unit (SELECT, PING, ...)
 		}
 		for attempt := 0; ; attempt++ {
+			a.held.Drop()
 			_, err := ks.Exec(a.se, nil, func() {
 				for _, u := range batch {
 					a.se.SetClock(u.clock)
@@ -477,6 +484,7 @@ func (a *applier) flush() error {
 		a.units = a.units[n:]
 		a.l.applied.Store(st.offset)
 		ks.SetClockFloor(st.clock)
+		a.held.Release(a.l.n.opts.PubSub)
 	}
 	a.units = a.units[:0]
 	// Past the last unit only PING, SELECT and the like were read, which change no data: they
@@ -511,6 +519,7 @@ func (a *applier) run(c unitCmd) {
 	ctx.Client.DB.Store(int32(max(c.db, 0)))
 	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr, ctx.Block = c.args, cmd, false, false, nil, nil
 	ctx.W.Reset()
+	a.se.TrackKeys(ctx.TrackingKeys())
 	defer func() {
 		if r := recover(); r != nil {
 			a.l.n.log.Error("replication: command panicked", "cmd", cmd.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))

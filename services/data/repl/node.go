@@ -16,6 +16,7 @@ import (
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // Options configure a node's replication.
@@ -36,6 +37,10 @@ type Options struct {
 	Logger              *slog.Logger
 	// Server is what a follower's applier gives the commands it runs.
 	Server commands.Server
+	// PubSub is the node's pub/sub registry (nil: none): a follower publishes the keyspace
+	// events of the commands it applies, and the messages its primary's PUBLISHes carry, to
+	// its own subscribers.
+	PubSub *pubsub.Registry
 }
 
 // Node is a data node's replication: a primary's stream and the followers it serves, or a

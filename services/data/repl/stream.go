@@ -15,7 +15,8 @@ import (
 // backlog as the commands of Redis's replication stream, and decides how far followers may be
 // sent (Shippable).
 //
-// Encoding. A change of one command is that command; of several (an EXEC, expiry's removal
+// Encoding. A change of one command is that command (a keyless one, such as PUBLISH, without
+// the SELECT or LAVIK.CLOCK described below, which it does not depend on); of several (an EXEC, expiry's removal
 // before a write that found the key expired is a change of its own) they go between MULTI and
 // EXEC, so a follower applies them together. A SELECT precedes a command of another database
 // than the one before it, as in Redis. LAVIK.CLOCK <unix ms> precedes a change decided by a
@@ -69,7 +70,7 @@ func NewStream(ks *keyspace.Keyspace, bl *Backlog, log *slog.Logger) *Stream {
 func (s *Stream) Change(c *keyspace.Change) int64 {
 	s.mu.Lock()
 	b := s.buf[:0]
-	if c.Now != s.clock {
+	if c.Now != s.clock && !c.Keyless {
 		b = appendCommand(b, "LAVIK.CLOCK", strconv.FormatInt(c.Now, 10))
 		s.clock = c.Now
 	}
@@ -78,7 +79,7 @@ func (s *Stream) Change(c *keyspace.Change) int64 {
 		b = appendCommand(b, "MULTI")
 	}
 	for _, e := range c.Effects {
-		if e.DB != s.db {
+		if e.DB != s.db && !c.Keyless {
 			b = appendCommand(b, "SELECT", strconv.Itoa(e.DB))
 			s.db = e.DB
 		}

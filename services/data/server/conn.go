@@ -99,7 +99,8 @@ type replySpan struct {
 func (s *Server) newConn(fd int, cl *commands.Client, lp *loop) *conn {
 	c := &conn{s: s, lp: lp, fd: fd, cl: cl, w: resp.NewWriter(), fdOpen: true}
 	c.rd = resp.NewReader(nil, *s.limits.Load())
-	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Repl: s.repl}
+	c.ctx = commands.Ctx{W: c.w, Client: cl, Srv: s, KS: s.ks, Sess: s.ks.NewSession(), Repl: s.repl, PS: s.ps}
+	cl.Sub = c.newSubscriber()
 	cl.Close = c.kill
 	cl.Unblock = c.requestUnblock
 	cl.Hijack = c.hijack
@@ -378,7 +379,7 @@ var errClientGone = errors.New("server: the client is gone")
 // seconds on end. A connection that breaks it is to be closed; it is counted and logged here.
 func (c *conn) overOutputLimit(pending int64, now time.Time) bool {
 	c.cl.OutBuf.Store(pending)
-	l := c.s.outLimits.Load()[c.class]
+	l := c.s.outLimits.Load()[c.outputClass()]
 	over := l.Hard > 0 && pending > l.Hard
 	if l.Soft > 0 && pending > l.Soft {
 		if c.softSince.IsZero() {
@@ -484,6 +485,10 @@ func (c *conn) dispatch(args [][]byte) {
 	if c.busyReject(cmd) {
 		return
 	}
+	if err := commands.SubscribeModeErr(c.cl, cmd); err != nil {
+		c.reject(cmd, err.(commands.Error))
+		return
+	}
 	multi := c.cl.Multi
 	if (cmd.Flags&commands.FlagWrite != 0 || cmd.Name == "exec" && multi != nil && multi.Writes()) && !s.repl.Writable() {
 		if s.repl.Follower() {
@@ -559,7 +564,8 @@ func (c *conn) dispatch(args [][]byte) {
 // (commands.FlagPrefetch: HGETALL, LRANGE, ZSCORE, ...), which the event loop runs on what the
 // batch read.
 func (c *conn) getRun(cmds []resp.Command, reads bool) int {
-	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) {
+	if c.cl.Multi != nil || c.cl.ReplyMode != commands.ReplyOn || c.cl.SkipNext || (!c.cl.Authed && c.s.authRequired.Load()) ||
+		c.cl.Sub.Subscribed() {
 		return 0
 	}
 	n := 0
@@ -686,6 +692,7 @@ func (c *conn) run(cmd *commands.Command, ctx *commands.Ctx, mark int) (ok bool)
 	// A write's effect, for the change stream, is its own arguments unless the handler says
 	// otherwise (keyspace.Session.Propagate); whatever it did not commit is forgotten.
 	ctx.Sess.StartCommand()
+	ctx.Sess.TrackKeys(ctx.TrackingKeys())
 	if cmd.Flags&commands.FlagWrite != 0 {
 		ctx.Propagate(ctx.Args)
 	}

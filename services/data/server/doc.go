@@ -27,6 +27,17 @@
 // loops, so that a loop coming back from its wait finds its P instead of handing it round
 // threads, and the value log's syncs, the collector and the rest have one of their own.
 //
+// # Pub/sub
+//
+// A subscriber is a connection parked in its loop like any other (pubsub.go; the registry and
+// its design are package pubsub's). PUBLISH, on the publisher's loop, appends the message to
+// each subscriber's mailbox and, when that mailbox was empty, posts msgDeliver to the
+// subscriber's loop through the inbox a blocked command's wake-up uses; that loop moves the
+// mailbox into the connection's output before running anything else of it, and writes it at
+// the round's end like a reply, held to the pubsub class of client-output-buffer-limit. A
+// RESP2 client with subscriptions runs only what commands.SubscribeModeErr allows; its GETs
+// leave the batch path for the dispatcher's check.
+//
 // # Durability of replies
 //
 // Before a round's replies go out, each connection's keyspace session waits for the durability

@@ -67,6 +67,7 @@ const (
 	msgMonitor        // lines were fed to the monitor (introspect.go)
 	msgUnpause        // the pause that held the connection ended (introspect.go)
 	msgScriptIdle     // the script it waited for ended or turned busy (scriptwait.go)
+	msgDeliver        // messages were published to the connection (pubsub.go)
 )
 
 // Bounds of one round's work for one connection, so that one busy client cannot hold up the
@@ -255,6 +256,8 @@ func (lp *loop) drainInbox() {
 			}
 		case msgRetry:
 			lp.retryBlocked(c)
+		case msgDeliver:
+			lp.queue(c) // service takes the mailbox
 		case msgBlockTimeout, msgUnblockTimeout:
 			lp.endBlocked(c, false)
 		case msgUnblockError:
@@ -330,6 +333,7 @@ func (lp *loop) service(c *conn) {
 	if c.closed || c.detached || c.syncing || c.waiting {
 		return
 	}
+	lp.takeMail(c)
 	if c.monitor.Load() {
 		c.drainMonitor()
 	}
@@ -747,7 +751,7 @@ func (lp *loop) sweepIdle(now time.Time) {
 		// As Redis's clientsCronHandleTimeout, which spares replicas, blocked and Pub/Sub
 		// clients, but not one inside MULTI: a connection with a command under way (its GETs,
 		// a detached command, a durability wait) is not idle either.
-		if !c.detached && !c.waiting && !c.syncing && !c.blocked && !c.paused && !c.monitor.Load() && c.cl.LastActive.Load() < limit {
+		if !c.detached && !c.waiting && !c.syncing && !c.blocked && !c.paused && !c.monitor.Load() && !c.cl.Sub.Subscribed() && c.cl.LastActive.Load() < limit {
 			lp.closeConn(c)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
 	"github.com/lavikdb/lavik/services/data/script"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -56,6 +57,8 @@ type Server struct {
 	blockers blockers
 	intro    introspection // SLOWLOG, LATENCY, MONITOR, CLIENT PAUSE (introspect.go)
 	scripts  *script.Engine
+	// ps is the node's pub/sub registry (pubsub.go).
+	ps *pubsub.Registry
 
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
@@ -90,6 +93,7 @@ func New(o Options) *Server {
 		cfg: o.Config, ks: o.Keyspace, repl: commands.Standalone{}, log: o.Logger, started: time.Now(),
 		runID: hex.EncodeToString(id), configFile: o.ConfigFile,
 		clients: map[int64]*commands.Client{}, conns: map[int64]*conn{}, shutdown: make(chan struct{}),
+		ps: pubsub.NewRegistry(matchGlob),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -103,6 +107,11 @@ func New(o Options) *Server {
 	}
 	s.updateLimits()
 	s.intro.init(s.cfg)
+	s.ks.SetExpireHook(func(db int, key []byte) {
+		if s.ps.Notifying(pubsub.Expired) {
+			s.ps.NotifyKeyspace(pubsub.Expired, "expired", db, key)
+		}
+	})
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
@@ -122,6 +131,7 @@ func (s *Server) updateLimits() {
 	})
 	ol := s.cfg.OutputLimits()
 	s.outLimits.Store(&ol)
+	s.updatePubSub()
 }
 
 // Redis's limits for a client that has not authenticated yet, so that an unauthenticated
@@ -132,7 +142,7 @@ var unauthLimits = resp.Limits{MaxMultibulkLen: 10, MaxBulkLen: 16384, MaxQueryB
 func (s *Server) ConfigChanged(name, value string) {
 	s.intro.configChanged(name, value)
 	switch name {
-	case "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit":
+	case "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit", "notify-keyspace-events":
 		s.updateLimits()
 	case "requirepass":
 		s.authRequired.Store(value != "")
@@ -304,6 +314,7 @@ func takeFd(nc net.Conn) (int, error) {
 // forget drops a closed connection from the server.
 func (s *Server) forget(c *conn) {
 	s.ks.Unwatch(nil, &c.cl.Watches)
+	s.ps.UnsubscribeAll(c.cl.Sub)
 	s.mu.Lock()
 	delete(s.clients, c.cl.ID)
 	delete(s.conns, c.cl.ID)

@@ -178,6 +178,7 @@ func run(args []string) int {
 		Timeout:       time.Duration(cfg.Int("repl-timeout")) * time.Second,
 		Logger:        log,
 		Server:        srv,
+		PubSub:        srv.PubSub(),
 	})
 	srv.SetReplication(node)
 	var ident *repl.Identity
