@@ -34,7 +34,7 @@ import (
 // redis-server, which has hundreds more commands, the walk is restricted to these.
 var tblRequired = []tblRef{
 	{"ping", -1, 0, 0, 0}, {"echo", 2, 0, 0, 0}, {"quit", -1, 0, 0, 0}, {"hello", -1, 0, 0, 0},
-	{"auth", -2, 0, 0, 0}, {"select", 2, 0, 0, 0}, {"client", -2, 0, 0, 0}, {"client|id", 2, 0, 0, 0},
+	{"auth", -2, 0, 0, 0}, {"select", 2, 0, 0, 0}, {"reset", 1, 0, 0, 0}, {"client", -2, 0, 0, 0}, {"client|id", 2, 0, 0, 0},
 	{"client|setname", 3, 0, 0, 0}, {"client|getname", 2, 0, 0, 0}, {"client|list", -2, 0, 0, 0},
 	{"client|info", 2, 0, 0, 0}, {"client|kill", -3, 0, 0, 0}, {"client|reply", 3, 0, 0, 0},
 	{"client|no-evict", 3, 0, 0, 0}, {"info", -1, 0, 0, 0}, {"config", -2, 0, 0, 0},
@@ -101,6 +101,7 @@ var tblSamples = []tblSample{
 	// The default user has no password here, so any password is accepted for it.
 	{name: "auth", args: []string{"AUTH", "default", "whatever"}, want: tblOK, authArgs: []string{"AUTH", "pw"}},
 	{name: "select", args: []string{"SELECT", "1"}, want: tblOK},
+	{name: "reset", args: []string{"RESET"}, want: tblSimple("RESET"), authArgs: []string{"RESET"}},
 	{name: "client"},
 	{name: "client|id", args: []string{"CLIENT", "ID"}, want: tblIntIn(1, 1<<62)},
 	{name: "client|setname", args: []string{"CLIENT", "SETNAME", "tbl"}, want: tblOK},

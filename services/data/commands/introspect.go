@@ -22,6 +22,8 @@ type Introspector interface {
 	Latency() *observe.Latency
 	// StartMonitor makes the client's connection a monitor once this reply is written.
 	StartMonitor(cl *Client)
+	// StopMonitor makes the client's connection an ordinary one again (RESET).
+	StopMonitor(cl *Client)
 	// Pause holds clients' commands until until: every command (all) or writes only.
 	Pause(until time.Time, all bool)
 	Unpause()
