@@ -582,6 +582,9 @@ func TestCommandTable(t *testing.T) {
 			}
 			doc := tblPairs(r[1])
 			for _, field := range []string{"summary", "since", "group", "complexity"} {
+				if field == "complexity" && (name == "monitor" || name == "psync" || name == "sync") {
+					continue // redis-server 7.0 documents none, and COMMAND DOCS gives Redis's
+				}
 				if v, _ := doc[field].(string); v == "" {
 					t.Errorf("COMMAND DOCS %s: no %s", name, field)
 				}
