@@ -103,6 +103,9 @@ func New(o Options) *Server {
 	}
 	s.updateLimits()
 	s.intro.init(s.cfg)
+	if s.ks != nil {
+		s.ks.SetLatency(s.intro.latency)
+	}
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
