@@ -34,7 +34,7 @@ import (
 // redis-server, which has hundreds more commands, the walk is restricted to these.
 var tblRequired = []tblRef{
 	{"ping", -1, 0, 0, 0}, {"echo", 2, 0, 0, 0}, {"quit", -1, 0, 0, 0}, {"hello", -1, 0, 0, 0},
-	{"auth", -2, 0, 0, 0}, {"select", 2, 0, 0, 0}, {"client", -2, 0, 0, 0}, {"client|id", 2, 0, 0, 0},
+	{"auth", -2, 0, 0, 0}, {"select", 2, 0, 0, 0}, {"reset", 1, 0, 0, 0}, {"client", -2, 0, 0, 0}, {"client|id", 2, 0, 0, 0},
 	{"client|setname", 3, 0, 0, 0}, {"client|getname", 2, 0, 0, 0}, {"client|list", -2, 0, 0, 0},
 	{"client|info", 2, 0, 0, 0}, {"client|kill", -3, 0, 0, 0}, {"client|reply", 3, 0, 0, 0},
 	{"client|no-evict", 3, 0, 0, 0}, {"info", -1, 0, 0, 0}, {"config", -2, 0, 0, 0},
@@ -640,6 +640,9 @@ func TestCommandTable(t *testing.T) {
 			}
 			doc := tblPairs(r[1])
 			for _, field := range []string{"summary", "since", "group", "complexity"} {
+				if field == "complexity" && (name == "monitor" || name == "psync" || name == "sync") {
+					continue // redis-server 7.0 documents none, and COMMAND DOCS gives Redis's
+				}
 				if v, _ := doc[field].(string); v == "" {
 					t.Errorf("COMMAND DOCS %s: no %s", name, field)
 				}

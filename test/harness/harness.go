@@ -77,6 +77,7 @@ type Server struct {
 	log    strings.Builder
 	exited chan struct{}
 	port   int
+	redis  bool // redis-server whatever the suite runs against (StartRedis)
 }
 
 // Start starts lavik-data (or redis-server when IsRedis) with a fresh data directory and the
@@ -85,6 +86,16 @@ type Server struct {
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, Dir: t.TempDir(), Args: args}
+	s.start()
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
+// StartRedis is Start for redis-server, whatever the suite runs against: for tests that
+// compare lavik-data's answers with Redis's side by side.
+func StartRedis(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Dir: t.TempDir(), Args: args, redis: true}
 	s.start()
 	t.Cleanup(func() { s.Stop() })
 	return s
@@ -115,7 +126,7 @@ func (s *Server) start() {
 	t := s.t
 	t.Helper()
 	var cmd *exec.Cmd
-	if IsRedis() {
+	if IsRedis() || s.redis {
 		if s.port == 0 {
 			s.port = freePort(t)
 		}
@@ -158,7 +169,7 @@ func (s *Server) start() {
 				case ready <- m[1]:
 				default:
 				}
-			} else if IsRedis() && strings.Contains(line, "Ready to accept connections") {
+			} else if (IsRedis() || s.redis) && strings.Contains(line, "Ready to accept connections") {
 				select {
 				case ready <- fmt.Sprintf("127.0.0.1:%d", s.port):
 				default:

@@ -20,6 +20,8 @@ func init() {
 			Summary: "Handshakes with the Redis server.", Handler: helloCmd},
 		&Command{Name: "auth", Arity: -2, Flags: FlagNoAuth | FlagFast | FlagStale | FlagLoading | FlagNoScript | FlagAllowBusy, Group: "connection", Since: "1.0.0", Complexity: "O(N) where N is the number of passwords defined for the user",
 			Summary: "Authenticates the connection.", Handler: authCmd},
+		&Command{Name: "reset", Arity: 1, Flags: FlagNoScript | FlagLoading | FlagStale | FlagFast | FlagNoAuth | FlagAllowBusy, Group: "connection", Since: "6.2.0", Complexity: "O(1)",
+			Summary: "Resets the connection.", Handler: resetCmd},
 		&Command{Name: "select", Arity: 2, Flags: FlagFast | FlagStale | FlagLoading, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 			Summary: "Changes the selected database.", Handler: selectCmd},
 		&Command{Name: "client", Arity: -2, Group: "connection", Since: "2.4.0", Complexity: "Depends on subcommand.",
@@ -78,6 +80,35 @@ func pingCmd(c *Ctx) {
 }
 
 func echoCmd(c *Ctx) { c.W.Bulk(c.Args[1]) }
+
+// resetCmd is RESET, as Redis 7.0 has it: the connection is back to how it started. Its
+// transaction is discarded and its keys unwatched, replies are on again (this one included: the
+// server sends RESET's reply even under CLIENT REPLY OFF), it is no longer a monitor, its name,
+// NO-EVICT and NO-TOUCH are cleared, it speaks RESP2 in database 0, and it is authenticated as
+// the default user only if that user needs no password.
+func resetCmd(c *Ctx) {
+	if c.Client.Multi != nil {
+		c.Discard()
+	} else {
+		c.KS.Unwatch(c.Sess, &c.Client.Watches)
+	}
+	if cl := c.Client; cl.Sub != nil && c.PS != nil {
+		takeMail(c) // what was published before the RESET comes before its reply
+		c.PS.UnsubscribeAll(cl.Sub)
+	}
+	c.Client.ReplyMode, c.Client.SkipNext = ReplyOn, false
+	c.Client.SetName("")
+	c.Client.NoEvict.Store(false)
+	c.Client.NoTouch.Store(false)
+	c.Client.DB.Store(0)
+	c.Client.Proto.Store(2)
+	c.W.SetProto(2)
+	c.Client.Authed = c.Srv.Config().Get("requirepass") == ""
+	if in, ok := c.Srv.(Introspector); ok {
+		in.StopMonitor(c.Client)
+	}
+	c.W.Simple("RESET")
+}
 
 func quitCmd(c *Ctx) {
 	c.OK()

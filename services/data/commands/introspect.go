@@ -22,6 +22,8 @@ type Introspector interface {
 	Latency() *observe.Latency
 	// StartMonitor makes the client's connection a monitor once this reply is written.
 	StartMonitor(cl *Client)
+	// StopMonitor makes the client's connection an ordinary one again (RESET).
+	StopMonitor(cl *Client)
 	// Pause holds clients' commands until until: every command (all) or writes only.
 	Pause(until time.Time, all bool)
 	Unpause()
@@ -582,6 +584,16 @@ func commandGetkeysandflagsCmd(c *Ctx) {
 	}
 	c.W.Array(len(pos))
 	for i, p := range pos {
+		c.W.Array(2)
+		c.W.Bulk(args[p])
+		if flags, ok := keyFlags(cmd, args, p); ok {
+			// The flags of Redis's key spec naming the key (RW access update, OW update, ...).
+			c.W.Set(len(flags))
+			for _, f := range flags {
+				c.W.Simple(f)
+			}
+			continue
+		}
 		flag := "RO"
 		switch {
 		case cmd.StoreKey && i == 0:
@@ -589,8 +601,6 @@ func commandGetkeysandflagsCmd(c *Ctx) {
 		case cmd.Flags&FlagWrite != 0 && !cmd.StoreKey:
 			flag = "RW"
 		}
-		c.W.Array(2)
-		c.W.Bulk(args[p])
 		c.W.Set(1)
 		c.W.Simple(flag)
 	}

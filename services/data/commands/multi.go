@@ -60,7 +60,7 @@ const (
 // RunsInMulti reports whether cmd runs at once inside MULTI instead of being queued.
 func (c *Command) RunsInMulti() bool {
 	switch c.Name {
-	case "exec", "discard", "multi", "watch", "quit":
+	case "exec", "discard", "multi", "watch", "quit", "reset":
 		return true
 	}
 	return false

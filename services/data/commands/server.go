@@ -257,9 +257,26 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 	for _, f := range flags {
 		c.W.Simple(f)
 	}
-	c.W.Int(int64(cmd.FirstKey))
-	c.W.Int(int64(cmd.LastKey))
-	c.W.Int(int64(cmd.Step))
+	r, ok := redisCommand(cmd.Name)
+	if ok && cmd.Flags&FlagMovableKeys != 0 {
+		// The legacy first/last/step of a command with movable keys only informs (clients
+		// ask GETKEYS): Redis's, such as ZUNIONSTORE's destination.
+		for _, v := range r.Elems[3:6] {
+			writeReply(c.W, v)
+		}
+	} else {
+		c.W.Int(int64(cmd.FirstKey))
+		c.W.Int(int64(cmd.LastKey))
+		c.W.Int(int64(cmd.Step))
+	}
+	if ok {
+		// ACL categories, tips and key specs as Redis gives them (commanddocs.go).
+		for _, v := range r.Elems[6:9] {
+			writeReply(c.W, v)
+		}
+		writeSubcommandInfo(c, cmd)
+		return
+	}
 	cats := aclCategories(cmd)
 	c.W.Set(len(cats))
 	for _, a := range cats {
@@ -310,6 +327,10 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 	default:
 		c.W.Array(0)
 	}
+	writeSubcommandInfo(c, cmd)
+}
+
+func writeSubcommandInfo(c *Ctx, cmd *Command) {
 	subs := cmd.subsSorted()
 	c.W.Array(len(subs))
 	for _, s := range subs {
@@ -401,6 +422,15 @@ func writeCommandDocs(c *Ctx, cmd *Command) {
 	if len(subs) > 0 {
 		n++
 	}
+	if r, ok := redisCommandDoc(cmd.Name); ok {
+		// Redis's documentation (commanddocs.go), with the subcommands Lavik has.
+		c.W.Map(len(r.Elems)/2 + min(len(subs), 1))
+		for _, v := range r.Elems {
+			writeReply(c.W, v)
+		}
+		writeSubcommandDocs(c, subs)
+		return
+	}
 	c.W.Map(n)
 	c.W.BulkString("summary")
 	c.W.BulkString(cmd.Summary)
@@ -410,6 +440,10 @@ func writeCommandDocs(c *Ctx, cmd *Command) {
 	c.W.BulkString(cmd.Group)
 	c.W.BulkString("complexity")
 	c.W.BulkString(cmd.Complexity)
+	writeSubcommandDocs(c, subs)
+}
+
+func writeSubcommandDocs(c *Ctx, subs []*Command) {
 	if len(subs) > 0 {
 		c.W.BulkString("subcommands")
 		c.W.Map(len(subs))

@@ -201,7 +201,9 @@ func (ks *Keyspace) checkpointLoop() {
 				return false
 			}
 			if ks.checkpointDue(s) {
+				start := ks.latencyStart()
 				ks.checkpointShard(s, true) // failures are logged and counted
+				ks.latencyEnd("checkpoint", start)
 			}
 		}
 		return true

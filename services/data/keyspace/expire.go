@@ -42,9 +42,11 @@ const (
 
 func (ks *Keyspace) expireLoop() {
 	ks.every(expireTick, nil, func() bool {
+		start := ks.latencyStart()
 		for _, s := range ks.shards {
 			ks.expireShard(s)
 		}
+		ks.latencyEnd("expire-cycle", start)
 		return true
 	})
 }

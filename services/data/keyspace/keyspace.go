@@ -138,6 +138,7 @@ type Keyspace struct {
 	shards    []*shard
 	shardBits int
 	log       *slog.Logger
+	latency   atomic.Pointer[LatencySink] // latency.go
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -526,6 +527,8 @@ func (ks *Keyspace) syncLoop() {
 		if cut == nil {
 			cut = ks.cutLSNs()
 		}
+		start := ks.latencyStart()
+		defer ks.latencyEnd("vlog-fsync", start)
 		for _, s := range ks.shards {
 			var err error
 			switch {
@@ -710,6 +713,9 @@ func (se *Session) Syncs() bool { return se.Dirty() && se.ks.Fsync() == vlog.Fsy
 func (se *Session) Wait() error {
 	var first error
 	sync := se.ks.Fsync() == vlog.FsyncAlways
+	if sync && len(se.dirty) > 0 {
+		defer se.ks.latencyEnd("vlog-fsync-always", se.ks.latencyStart())
+	}
 	for _, i := range se.dirty {
 		l := se.ks.shards[i].log
 		var err error

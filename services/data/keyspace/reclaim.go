@@ -287,6 +287,7 @@ func (ks *Keyspace) reclaimLoop() {
 	ks.every(reclaimInterval, ks.rc.wake, func() bool {
 		// The dead chunks of removed large values are counted even while the collector is off,
 		// so that the figures INFO shows stay exact and the queue stays short.
+		defer ks.latencyEnd("reclaim-cycle", ks.latencyStart())
 		for _, s := range ks.shards {
 			ks.drainDeadManifests(s)
 		}

@@ -44,6 +44,9 @@ func NewLatency() *Latency { return &Latency{events: map[string]*LatencyEvent{}}
 // SetThreshold sets latency-monitor-threshold in milliseconds (0: off).
 func (l *Latency) SetThreshold(ms int64) { l.threshold.Store(ms) }
 
+// On reports whether the monitor is on (a threshold is set), so that a caller measures only then.
+func (l *Latency) On() bool { return l.threshold.Load() > 0 }
+
 // Note records event if it took at least the threshold (the monitor is on).
 func (l *Latency) Note(event string, d time.Duration) {
 	t := l.threshold.Load()

@@ -720,7 +720,7 @@ func (c *conn) applyReplyMode(cmd *commands.Command, before commands.ReplyMode, 
 		}
 		return
 	}
-	if before == commands.ReplyOff {
+	if before == commands.ReplyOff && cmd.Name != "reset" {
 		c.dropReply(mark)
 		return
 	}

@@ -228,7 +228,17 @@ func (s *Server) StartMonitor(cl *commands.Client) {
 	in.monMu.Unlock()
 }
 
-// stopMonitor forgets a closed monitor.
+// StopMonitor implements commands.Introspector: the client's connection is a monitor no more.
+func (s *Server) StopMonitor(cl *commands.Client) {
+	s.mu.Lock()
+	c := s.conns[cl.ID]
+	s.mu.Unlock()
+	if c != nil {
+		s.stopMonitor(c)
+	}
+}
+
+// stopMonitor forgets a monitor, closed or reset.
 func (s *Server) stopMonitor(c *conn) {
 	if !c.monitor.Load() {
 		return
@@ -242,7 +252,11 @@ func (s *Server) stopMonitor(c *conn) {
 		}
 	}
 	in.nmon.Store(int32(len(in.monitors)))
+	c.monitor.Store(false)
 	in.monMu.Unlock()
+	c.monMu.Lock()
+	c.monBuf = nil // lines fed before RESET and not yet drained go with the monitor
+	c.monMu.Unlock()
 }
 
 // monitorLimit is the most a monitor may have pending.

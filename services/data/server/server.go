@@ -112,6 +112,9 @@ func New(o Options) *Server {
 			s.ps.NotifyKeyspace(pubsub.Expired, "expired", db, key)
 		}
 	})
+	if s.ks != nil {
+		s.ks.SetLatency(s.intro.latency)
+	}
 	s.authRequired.Store(s.cfg.Get("requirepass") != "")
 	return s
 }
