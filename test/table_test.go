@@ -378,6 +378,48 @@ var tblSamples = []tblSample{
 	{name: "scan", setup: tblSetAB, args: []string{"SCAN", "0", "COUNT", "100"}, want: tblScanOf("a", "b")},
 	{name: "keys", setup: tblSetAB, args: []string{"KEYS", "*"}, want: tblSetOf("a", "b")},
 	{name: "randomkey", setup: tblSetA, args: []string{"RANDOMKEY"}, want: "a"},
+	// introspection
+	{name: "acl"},
+	{name: "acl|help", args: []string{"ACL", "HELP"}, want: tblArrayMin(1)},
+	{name: "acl|whoami", args: []string{"ACL", "WHOAMI"}, want: "default"},
+	{name: "client|no-touch", args: []string{"CLIENT", "NO-TOUCH", "on"}, want: tblOK},
+	{name: "client|pause", args: []string{"CLIENT", "PAUSE", "1", "WRITE"}, want: tblOK},
+	{name: "client|unpause", args: []string{"CLIENT", "UNPAUSE"}, want: tblOK},
+	{name: "command|getkeysandflags", args: []string{"COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v"}, want: tblArrayLen(1)},
+	{name: "config|rewrite", args: []string{"CONFIG", "REWRITE"}, want: tblErr("ERR The server is running without a config file")},
+	{name: "debug|object", setup: tblSetK("v"), args: []string{"DEBUG", "OBJECT", "k"}, want: tblCheck(func(v any) string {
+		if s, ok := v.(tblSimple); !ok || !strings.HasPrefix(string(s), "Value at:") {
+			return "want a status reply starting Value at:"
+		}
+		return ""
+	})},
+	{name: "debug|sleep", args: []string{"DEBUG", "SLEEP", "0"}, want: tblOK},
+	{name: "lastsave", args: []string{"LASTSAVE"}, want: tblIntIn(1, 1<<40)},
+	{name: "latency"},
+	{name: "latency|doctor", args: []string{"LATENCY", "DOCTOR"}, want: tblCheck(tblNonEmpty)},
+	{name: "latency|help", args: []string{"LATENCY", "HELP"}, want: tblArrayMin(1)},
+	{name: "latency|history", args: []string{"LATENCY", "HISTORY", "command"}, want: []any{}},
+	{name: "latency|latest", args: []string{"LATENCY", "LATEST"}, want: []any{}},
+	{name: "latency|reset", args: []string{"LATENCY", "RESET"}, want: 0},
+	{name: "memory"},
+	{name: "memory|doctor", args: []string{"MEMORY", "DOCTOR"}, want: tblCheck(tblNonEmpty)},
+	{name: "memory|help", args: []string{"MEMORY", "HELP"}, want: tblArrayMin(1)},
+	{name: "memory|malloc-stats", args: []string{"MEMORY", "MALLOC-STATS"}, want: tblCheck(tblNonEmpty)},
+	{name: "memory|purge", args: []string{"MEMORY", "PURGE"}, want: tblOK},
+	{name: "memory|stats", args: []string{"MEMORY", "STATS"}, want: tblArrayMin(2)},
+	{name: "memory|usage", setup: tblSetK("v"), args: []string{"MEMORY", "USAGE", "k"}, keys: tblK, want: tblIntIn(1, 1<<20)},
+	{name: "monitor", args: []string{"MONITOR"}, want: tblOK},
+	{name: "object|refcount", setup: tblSetK("v"), args: []string{"OBJECT", "REFCOUNT", "k"}, keys: tblK, want: 1},
+	{name: "slowlog"},
+	{name: "slowlog|get", args: []string{"SLOWLOG", "GET"}, want: tblCheck(func(v any) string {
+		if _, ok := v.([]any); !ok {
+			return "want an array"
+		}
+		return ""
+	})},
+	{name: "slowlog|help", args: []string{"SLOWLOG", "HELP"}, want: tblArrayMin(1)},
+	{name: "slowlog|len", args: []string{"SLOWLOG", "LEN"}, want: tblIntIn(0, 1<<20)},
+	{name: "slowlog|reset", args: []string{"SLOWLOG", "RESET"}, want: tblOK},
 	{name: "object"},
 	{name: "object|encoding", setup: tblSetK("12345"), args: []string{"OBJECT", "ENCODING", "k"}, keys: tblK, want: "int"},
 	{name: "object|help", args: []string{"OBJECT", "HELP"}, want: tblHelp("OBJECT")},
@@ -1012,6 +1054,14 @@ func tblMatch(want, got any) string {
 	}
 	if !reflect.DeepEqual(want, got) {
 		return fmt.Sprintf("got %s, want %s", tblShow(got), tblShow(want))
+	}
+	return ""
+}
+
+// tblNonEmpty wants a non-empty bulk or verbatim string.
+func tblNonEmpty(v any) string {
+	if s, ok := v.(string); !ok || s == "" {
+		return "want a non-empty string"
 	}
 	return ""
 }
