@@ -104,6 +104,17 @@ func (m *Multi) Each(fn func(cmd *Command, args [][]byte)) {
 	}
 }
 
+// RunsScript reports whether a queued command runs a script (EVAL, FCALL, ...).
+func (m *Multi) RunsScript() bool {
+	for _, q := range m.cmds {
+		switch q.cmd.Name {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+			return true
+		}
+	}
+	return false
+}
+
 // Writes reports whether a queued command may write.
 func (m *Multi) Writes() bool { return m.flags&FlagWrite != 0 }
 
@@ -211,6 +222,6 @@ func execCmd(c *Ctx) {
 	case !ran:
 		c.W.NullArray()
 	default:
-		c.Writes = m.Writes()
+		c.Writes = c.Writes || m.Writes() // a script sets it when it wrote
 	}
 }

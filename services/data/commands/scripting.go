@@ -158,6 +158,7 @@ func runScript(c *Ctx, kind string) {
 		s = f.Script()
 	}
 	h := &scriptHost{c: c, ro: ro, e: e, w: resp.NewWriter()}
+	wroteMark := len(c.Wrote)
 	out := c.W
 	mark := out.Len()
 	args, cmd, flush, db := c.Args, c.Cmd, c.Flush, c.Client.DB.Load()
@@ -179,14 +180,18 @@ func runScript(c *Ctx, kind string) {
 				err = Error("ERR lavik: the script was stopped because the server is shutting down; none of its writes were applied")
 			}
 		}()
-		_, err = c.KS.Exec(c.Sess, nil, func() {
-			e.RunLocked(ctx, s, keys, argv, h, out)
-		})
+		run := func() { e.RunLocked(ctx, s, keys, argv, h, out) }
+		if c.Sess.InExec() {
+			run() // inside MULTI ... EXEC, whose transaction it joins
+			return nil
+		}
+		_, err = c.KS.Exec(c.Sess, nil, run)
 		return err
 	}()
 	c.Failed, c.InnerErrors = false, h.failed
 	switch {
 	case err != nil:
+		c.Wrote = c.Wrote[:wroteMark] // nothing it ran was applied
 		out.Truncate(mark)
 		c.InnerErrors = 0
 		c.Err(err)
@@ -273,6 +278,8 @@ func (h *scriptHost) Call(args [][]byte, proto int) []byte {
 	cmd.Handler(c)
 	if c.Failed {
 		c.Propagate() // a failed command changed nothing: no effect of it
+	} else if write {
+		h.noteWrote(cmd, args)
 	}
 	c.Sess.KeepEffect()
 	if c.Broken {
@@ -287,6 +294,21 @@ func (h *scriptHost) Call(args [][]byte, proto int) []byte {
 		h.failed++
 	}
 	return h.w.Bytes()
+}
+
+// noteWrote adds the keys of a write the script ran to Ctx.Wrote, in the database the script
+// has selected, for the server to wake the clients blocked on them.
+func (h *scriptHost) noteWrote(cmd *Command, args [][]byte) {
+	var pos []int
+	if cmd.Keys != nil {
+		pos, _ = cmd.Keys(args)
+	} else {
+		pos = cmd.KeyIndexes(len(args))
+	}
+	db := int(h.c.Client.DB.Load())
+	for _, p := range pos {
+		h.c.Wrote = append(h.c.Wrote, KeyRef{DB: db, Key: bytes.Clone(args[p])})
+	}
 }
 
 func scriptLoadCmd(c *Ctx) {
