@@ -215,6 +215,8 @@ type Ctx struct {
 	// blocked on them: a script may write keys it did not declare. The server empties it
 	// before each command.
 	Wrote []KeyRef
+	// engineHeld says the command runs inside an EXEC that holds the script engine (lockEngine).
+	engineHeld bool
 	// Block, set by a blocking command that found nothing to take (blockOn), asks the server
 	// to park the client until one of its keys is written or its deadline passes, and then to
 	// run the command again; the command replied nothing. NoBlock forbids it (the command

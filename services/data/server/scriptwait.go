@@ -55,6 +55,6 @@ func (c *conn) busyReject(cmd *commands.Command) bool {
 	if cmd.Flags&commands.FlagAllowBusy != 0 || !c.s.scripts.Busy() {
 		return false
 	}
-	c.reject(cmd, commands.ErrBusy)
+	c.reject(cmd, commands.BusyError(c.s.scripts))
 	return true
 }
