@@ -121,7 +121,7 @@ func functionDumpCmd(c *Ctx) {
 
 func functionRestoreCmd(c *Ctx) {
 	if len(c.Args) > 4 {
-		c.Err(UnknownSubcommand(Lookup(c.Args[0]), c.Args[1]))
+		c.Err(subSyntaxErr(c))
 		return
 	}
 	policy := script.RestoreAppend
@@ -160,8 +160,8 @@ func functionRestoreCmd(c *Ctx) {
 	}
 }
 
-// functionStatsCmd is FUNCTION STATS: the function running (not an EVAL script, as in Redis),
-// and the engine's counts.
+// functionStatsCmd is FUNCTION STATS: the function running, and the engine's counts. While an
+// EVAL script runs it answers BUSY, as Redis does.
 func functionStatsCmd(c *Ctx) {
 	e := c.engine()
 	libs, funcs := 0, 0
@@ -170,6 +170,10 @@ func functionStatsCmd(c *Ctx) {
 	if e != nil {
 		libs, funcs = e.LibraryCounts()
 		info, running = e.RunningInfo()
+	}
+	if running && !info.Function {
+		c.Err(ErrBusy) // as Redis answers while an EVAL script runs
+		return
 	}
 	c.W.Map(2)
 	c.W.BulkString("running_script")
