@@ -527,3 +527,67 @@ func TestScriptingReplication(t *testing.T) {
 	var re redis.Error
 	_ = errors.As(err, &re)
 }
+
+// TestScriptingWakesBlocked: a script's writes serve the clients blocked on the keys it wrote,
+// right after it, whether or not it declared them, in the database it selected, and even when
+// it failed after writing (its writes stand).
+func TestScriptingWakesBlocked(t *testing.T) {
+	s, c := startServer(t)
+
+	subtest(t, c, "BLPopServedByEvalLPush", func(t *testing.T, k checker) {
+		r := blockOn(t, s, k, 1, "BLPOP", "q", "0")
+		// The key is not among KEYS: the script's write is what counts.
+		k.eq(1, "EVAL", "return redis.call('lpush', 'q', 'x')", "0")
+		r.expectRead([]any{"q", "x"}, "BLPOP q 0 after a script's LPUSH")
+		waitBlocked(t, k, 0)
+		checkList(t, k, "q", nil)
+	})
+
+	subtest(t, c, "BLMoveServedByFCall", func(t *testing.T, k checker) {
+		k.str("FUNCTION", "LOAD", "REPLACE", "#!lua name=wakelib\nredis.register_function('push', function(keys, args) return redis.call('rpush', keys[1], args[1]) end)")
+		r := blockOn(t, s, k, 1, "BLMOVE", "src", "dst", "LEFT", "RIGHT", "0")
+		k.eq(1, "FCALL", "push", "1", "src", "v")
+		r.expectRead("v", "BLMOVE after FCALL's RPUSH")
+		checkList(t, k, "dst", []string{"v"})
+		k.ok("FUNCTION", "FLUSH")
+	})
+
+	subtest(t, c, "BZPopMinServedByScriptInOtherDB", func(t *testing.T, k checker) {
+		r := dialRESP(t, s)
+		r.expect(txOK, "SELECT", "3")
+		r.send("BZPOPMIN", "z", "0")
+		r.waitBlocked(k, 1, []string{"BZPOPMIN", "z", "0"})
+		// Written in database 0, it serves nobody; written in 3, after the script's SELECT, it does.
+		k.eq(1, "EVAL", "return redis.call('zadd', 'z', 1, 'zero')", "0")
+		r.noReplyYet(100*time.Millisecond, "BZPOPMIN in db 3 after a ZADD in db 0")
+		k.eq(1, "EVAL", "redis.call('select', 3) return redis.call('zadd', 'z', 2, 'three')", "0")
+		r.expectRead([]any{"z", "three", "2"}, "BZPOPMIN after a script's ZADD in its database")
+	})
+
+	subtest(t, c, "ServedByFailedScript", func(t *testing.T, k checker) {
+		r := blockOn(t, s, k, 1, "BLPOP", "q", "0")
+		k.err("ERR user failure", "EVAL", "redis.call('lpush', 'q', 'y') return redis.error_reply('ERR user failure')", "0")
+		r.expectRead([]any{"q", "y"}, "BLPOP q 0 after a failed script's LPUSH")
+	})
+
+	subtest(t, c, "XReadBlockServedByScriptXAdd", func(t *testing.T, k checker) {
+		k.str("XADD", "s", "1-1", "a", "1")
+		r := dialRESP(t, s)
+		r.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+		waitBlocked(t, k, 1)
+		k.str("EVAL", "return redis.call('xadd', 's', '2-1', 'b', '2')", "0")
+		if got := r.read(); !reflect.DeepEqual(got, []any{[]any{"s", ents(ent("2-1", "b", "2"))}}) {
+			t.Fatalf("XREAD BLOCK after a script's XADD: %s", short(got))
+		}
+	})
+
+	subtest(t, c, "ServedByScriptInsideExec", func(t *testing.T, k checker) {
+		r := blockOn(t, s, k, 1, "BLPOP", "q", "0")
+		tx := dialRESP(t, s)
+		got := tx.txRun([]string{"EVAL", "return redis.call('rpush', 'q', 'm')", "0"})
+		if !reflect.DeepEqual(got, []any{int64(1)}) {
+			t.Fatalf("EXEC of EVAL: %s", short(got))
+		}
+		r.expectRead([]any{"q", "m"}, "BLPOP q 0 after EXEC of a script's RPUSH")
+	})
+}

@@ -226,6 +226,13 @@ type Ctx struct {
 	// durability accounting; InnerErrors counts the error replies of the commands it ran.
 	Writes      bool
 	InnerErrors int
+	// Wrote, set by a script (EVAL, FCALL, also inside EXEC), lists the keys its commands
+	// wrote, with the database each was written in, so that the server wakes the clients
+	// blocked on them: a script may write keys it did not declare. The server empties it
+	// before each command.
+	Wrote []KeyRef
+	// engineHeld says the command runs inside an EXEC that holds the script engine (lockEngine).
+	engineHeld bool
 	// Block, set by a blocking command that found nothing to take (blockOn), asks the server
 	// to park the client until one of its keys is written or its deadline passes, and then to
 	// run the command again; the command replied nothing. NoBlock forbids it (the command
@@ -267,6 +274,12 @@ type BlockRequest struct {
 	// arguments it was first given: XREAD fixes the id "$" stood for at its first run, so a
 	// re-run serves what was added since then, not since the wake-up.
 	Args [][]byte
+}
+
+// KeyRef is one key of one database.
+type KeyRef struct {
+	DB  int
+	Key []byte
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.

@@ -104,6 +104,34 @@ func (m *Multi) Each(fn func(cmd *Command, args [][]byte)) {
 	}
 }
 
+// RunsScript reports whether a queued command runs a script (EVAL, FCALL, ...).
+func (m *Multi) RunsScript() bool {
+	for _, q := range m.cmds {
+		switch q.cmd.Name {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+			return true
+		}
+	}
+	return false
+}
+
+// usesEngine reports whether a queued command takes the script engine: a script, or a FUNCTION
+// subcommand that changes the libraries (see Ctx.lockEngine).
+func (m *Multi) usesEngine() bool {
+	if m.RunsScript() {
+		return true
+	}
+	for _, q := range m.cmds {
+		switch q.cmd.Name {
+		case "load", "delete", "flush", "restore":
+			if strings.EqualFold(string(q.args[0]), "function") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Writes reports whether a queued command may write.
 func (m *Multi) Writes() bool { return m.flags&FlagWrite != 0 }
 
@@ -177,6 +205,11 @@ func execCmd(c *Ctx) {
 	defer func() { c.Args, c.Cmd, c.Flush, c.Broken, c.BrokenErr = args, cmd, flush, false, nil }()
 	c.Flush = nil
 	failed := 0
+	if e := c.engine(); e != nil && m.usesEngine() {
+		defer c.lockEngine(e)()
+		c.engineHeld = true
+		defer func() { c.engineHeld = false }()
+	}
 	ran, err := c.KS.Exec(c.Sess, &c.Client.Watches, func() {
 		c.W.Array(len(m.cmds))
 		for _, q := range m.cmds {
@@ -211,6 +244,6 @@ func execCmd(c *Ctx) {
 	case !ran:
 		c.W.NullArray()
 	default:
-		c.Writes = m.Writes()
+		c.Writes = c.Writes || m.Writes() // a script sets it when it wrote
 	}
 }

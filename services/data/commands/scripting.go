@@ -2,11 +2,6 @@ package commands
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +82,13 @@ func init() {
 				"list": {Arity: -2, Flags: FlagNoScript, Since: "7.0.0", Complexity: "O(N) where N is the number of functions",
 					Summary: "Returns information about all libraries.", Handler: functionListCmd, ExtraACL: sc},
 				"kill": {Arity: 2, Flags: FlagNoScript | FlagAllowBusy, Since: "7.0.0", Complexity: "O(1)",
-					Summary: "Terminates a function during execution.", Handler: scriptKillCmd, ExtraACL: sc},
+					Summary: "Terminates a function during execution.", Handler: functionKillCmd, ExtraACL: sc},
+				"dump": {Arity: 2, Flags: FlagNoScript, Since: "7.0.0", Complexity: "O(N) where N is the number of functions",
+					Summary: "Dumps all libraries into a serialized binary payload.", Handler: functionDumpCmd, ExtraACL: sc},
+				"restore": {Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagNoScript, Since: "7.0.0", Complexity: "O(N) where N is the number of functions on the payload",
+					Summary: "Restores all libraries from a payload.", Handler: functionRestoreCmd, ExtraACL: sc},
+				"stats": {Arity: 2, Flags: FlagNoScript | FlagAllowBusy, Since: "7.0.0", Complexity: "O(1)",
+					Summary: "Returns information about a function during execution.", Handler: functionStatsCmd, ExtraACL: sc},
 			}},
 	)
 }
@@ -128,8 +129,7 @@ func runScript(c *Ctx, kind string) {
 		return
 	}
 	keys, argv := c.Args[3:3+n], c.Args[3+n:]
-	e.Lock()
-	defer e.Unlock()
+	defer c.lockEngine(e)()
 	var s *script.Script
 	ro := strings.HasSuffix(kind, "_ro")
 	switch kind {
@@ -158,6 +158,7 @@ func runScript(c *Ctx, kind string) {
 		s = f.Script()
 	}
 	h := &scriptHost{c: c, ro: ro, e: e, w: resp.NewWriter()}
+	wroteMark := len(c.Wrote)
 	out := c.W
 	mark := out.Len()
 	args, cmd, flush, db := c.Args, c.Cmd, c.Flush, c.Client.DB.Load()
@@ -168,7 +169,11 @@ func runScript(c *Ctx, kind string) {
 	// The script runs with every shard locked: nothing may wait for the client meanwhile.
 	c.Flush = nil
 	e.SetBusyThreshold(c.Srv.Config().Int("busy-reply-threshold"))
-	ctx := e.Begin()
+	info := script.RunInfo{Function: !strings.HasPrefix(kind, "eval"), Name: s.Name}
+	for _, a := range c.Args {
+		info.Command = append(info.Command, string(a))
+	}
+	ctx := e.Begin(info)
 	defer e.End()
 	err := func() (err error) {
 		defer func() {
@@ -179,14 +184,18 @@ func runScript(c *Ctx, kind string) {
 				err = Error("ERR lavik: the script was stopped because the server is shutting down; none of its writes were applied")
 			}
 		}()
-		_, err = c.KS.Exec(c.Sess, nil, func() {
-			e.RunLocked(ctx, s, keys, argv, h, out)
-		})
+		run := func() { e.RunLocked(ctx, s, keys, argv, h, out) }
+		if c.Sess.InExec() {
+			run() // inside MULTI ... EXEC, whose transaction it joins
+			return nil
+		}
+		_, err = c.KS.Exec(c.Sess, nil, run)
 		return err
 	}()
 	c.Failed, c.InnerErrors = false, h.failed
 	switch {
 	case err != nil:
+		c.Wrote = c.Wrote[:wroteMark] // nothing it ran was applied
 		out.Truncate(mark)
 		c.InnerErrors = 0
 		c.Err(err)
@@ -196,6 +205,18 @@ func runScript(c *Ctx, kind string) {
 			c.Failed = true
 		}
 	}
+}
+
+// lockEngine holds e for the command and returns what lets it go. The engine is taken before
+// the keyspace's locks, by a script (runScript) as by an EXEC that runs one or changes the
+// libraries (execCmd, which holds it for its commands): taken the other way round, a script
+// waiting for the keyspace's locks and an EXEC waiting for the engine would wait forever.
+func (c *Ctx) lockEngine(e *script.Engine) (unlock func()) {
+	if c.engineHeld {
+		return func() {}
+	}
+	e.Lock()
+	return e.Unlock
 }
 
 // scriptHost runs a script's redis.call and redis.pcall.
@@ -273,6 +294,8 @@ func (h *scriptHost) Call(args [][]byte, proto int) []byte {
 	cmd.Handler(c)
 	if c.Failed {
 		c.Propagate() // a failed command changed nothing: no effect of it
+	} else if write {
+		h.noteWrote(cmd, args)
 	}
 	c.Sess.KeepEffect()
 	if c.Broken {
@@ -287,6 +310,21 @@ func (h *scriptHost) Call(args [][]byte, proto int) []byte {
 		h.failed++
 	}
 	return h.w.Bytes()
+}
+
+// noteWrote adds the keys of a write the script ran to Ctx.Wrote, in the database the script
+// has selected, for the server to wake the clients blocked on them.
+func (h *scriptHost) noteWrote(cmd *Command, args [][]byte) {
+	var pos []int
+	if cmd.Keys != nil {
+		pos, _ = cmd.Keys(args)
+	} else {
+		pos = cmd.KeyIndexes(len(args))
+	}
+	db := int(h.c.Client.DB.Load())
+	for _, p := range pos {
+		h.c.Wrote = append(h.c.Wrote, KeyRef{DB: db, Key: bytes.Clone(args[p])})
+	}
 }
 
 func scriptLoadCmd(c *Ctx) {
@@ -328,19 +366,6 @@ func scriptFlushCmd(c *Ctx) {
 	c.OK()
 }
 
-func scriptKillCmd(c *Ctx) {
-	e := c.engine()
-	if e == nil {
-		c.Err(Error(script.ErrNotBusy.Error()))
-		return
-	}
-	if err := e.Kill(); err != nil {
-		c.Err(Error(err.Error()))
-		return
-	}
-	c.OK()
-}
-
 func functionLoadCmd(c *Ctx) {
 	e := c.engine()
 	if e == nil {
@@ -355,17 +380,15 @@ func functionLoadCmd(c *Ctx) {
 		}
 		replace = true
 	}
-	e.Lock()
+	defer c.lockEngine(e)()
 	name, err := e.LoadLibraryLocked(string(c.Args[len(c.Args)-1]), replace)
-	e.Unlock()
 	if err != nil {
 		c.Err(Error(err.Error()))
 		return
 	}
-	if !functionsChanged(c, e) {
-		return
+	if functionsChangedLocked(c, e) {
+		c.W.BulkString(name)
 	}
-	c.W.BulkString(name)
 }
 
 func functionDeleteCmd(c *Ctx) {
@@ -374,14 +397,12 @@ func functionDeleteCmd(c *Ctx) {
 		c.Err(errNoEngine)
 		return
 	}
-	e.Lock()
-	err := e.DeleteLibraryLocked(string(c.Args[2]))
-	e.Unlock()
-	if err != nil {
+	defer c.lockEngine(e)()
+	if err := e.DeleteLibraryLocked(string(c.Args[2])); err != nil {
 		c.Err(Error(err.Error()))
 		return
 	}
-	if functionsChanged(c, e) {
+	if functionsChangedLocked(c, e) {
 		c.OK()
 	}
 }
@@ -396,24 +417,11 @@ func functionFlushCmd(c *Ctx) {
 		c.Err(errNoEngine)
 		return
 	}
-	e.Lock()
+	defer c.lockEngine(e)()
 	e.FlushLibrariesLocked()
-	e.Unlock()
-	if functionsChanged(c, e) {
+	if functionsChangedLocked(c, e) {
 		c.OK()
 	}
-}
-
-// functionsChanged persists the libraries and hands the command to the change stream, so
-// that followers load the same libraries. It reports false, having replied with the error,
-// when the libraries could not be saved.
-func functionsChanged(c *Ctx, e *script.Engine) bool {
-	if err := SaveFunctions(e, c.Srv.Config().Get("dir")); err != nil {
-		c.Err(Error("ERR lavik: the libraries changed in memory but could not be saved: " + err.Error()))
-		return false
-	}
-	c.KS.Announce(c.Sess, c.DB(), c.Args)
-	return true
 }
 
 func functionListCmd(c *Ctx) {
@@ -473,72 +481,4 @@ func functionListCmd(c *Ctx) {
 			c.W.BulkString(l.Code)
 		}
 	}
-}
-
-// functionsFile is where the libraries' code is kept, in the data directory.
-const functionsFile = "FUNCTIONS"
-
-// SaveFunctions writes the libraries' code to the data directory, atomically: a new file,
-// synced, renamed over the old one, and the directory synced.
-func SaveFunctions(e *script.Engine, dir string) error {
-	var b bytes.Buffer
-	b.WriteString("lavik-functions 1\n")
-	for _, l := range e.Libraries() {
-		fmt.Fprintf(&b, "%d\n%s\n", len(l.Code), l.Code)
-	}
-	path := filepath.Join(dir, functionsFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b.Bytes()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// LoadFunctions loads the libraries saved in the data directory (none is fine).
-func LoadFunctions(e *script.Engine, dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, functionsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	head, rest, ok := bytes.Cut(data, []byte("\n"))
-	if !ok || string(head) != "lavik-functions 1" {
-		return errors.New("commands: " + functionsFile + ": unknown format")
-	}
-	e.Lock()
-	defer e.Unlock()
-	for len(rest) > 0 {
-		line, after, ok := bytes.Cut(rest, []byte("\n"))
-		n, err := strconv.Atoi(string(line))
-		if !ok || err != nil || n < 0 || n+1 > len(after) {
-			return errors.New("commands: " + functionsFile + ": truncated or corrupt")
-		}
-		if _, err := e.LoadLibraryLocked(string(after[:n]), true); err != nil {
-			return fmt.Errorf("commands: %s: %v", functionsFile, err)
-		}
-		rest = after[n+1:]
-	}
-	return nil
 }

@@ -65,6 +65,9 @@ func (se *Session) batch() *execBatch {
 	return se.exec
 }
 
+// InExec reports whether se is running an EXEC (its goroutine holds every shard's lock).
+func (se *Session) InExec() bool { return se.batch() != nil }
+
 // lock and the others take the shard's lock unless se runs an EXEC, whose goroutine holds it.
 func (s *shard) lock(se *Session) {
 	if se.batch() == nil {

@@ -744,3 +744,7 @@ func sortShards(ss []*shard) []*shard {
 	}
 	return out
 }
+
+// FS returns the file system the keyspace keeps its files in, for the other small files of the
+// data directory.
+func (ks *Keyspace) FS() vfs.FS { return ks.opts.FS }

@@ -328,6 +328,11 @@ func (l *link) loadSnapshot(br *bufio.Reader, st replState) error {
 	if string(end) != mark {
 		return fmt.Errorf("%w: payload not followed by its end mark", ErrBadSnapshot)
 	}
+	// The libraries, before the state that says the snapshot is loaded: a crash in between
+	// leaves no state, and the next start resyncs again.
+	if err := commands.RestoreFunctions(l.n.opts.Server, ks.FS(), sr.funcs); err != nil {
+		return fmt.Errorf("repl: the snapshot's libraries: %w", err)
+	}
 	if err := ks.Put(se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString); err != nil {
 		return err
 	}

@@ -151,8 +151,12 @@ func (n *Node) sendSnapshot(f *followerLink, s *Stream, replid string, psync boo
 }) (int64, error) {
 	f.state.Store(stateWaitBgsave)
 	var off int64
+	var funcs []byte
 	start := time.Now()
 	sn := n.ks.Snapshot(func() {
+		// The libraries as of the snapshot: a change after it comes down the stream (a change
+		// both in it and in the stream is applied twice, which leaves the same libraries).
+		funcs = commands.FunctionsPayload(n.opts.Server)
 		s.mu.Lock()
 		off = s.bl.End()
 		// The follower starts from the snapshot: the next change must say its database
@@ -181,13 +185,19 @@ func (n *Node) sendSnapshot(f *followerLink, s *Stream, replid string, psync boo
 	bw := bufio.NewWriterSize(&deadlineWriter{c: f.conn, d: n.opts.Timeout}, 256<<10)
 	fmt.Fprintf(bw, "$EOF:%s\r\n", eof)
 	sw := newSnapWriter(bw)
-	err := sn.Each(func(db int, key []byte, v keyspace.Value, m keyspace.Meta) error {
-		b, err := v.Bytes()
-		if err != nil {
-			return err
-		}
-		return sw.key(db, m.Type, m.ExpireAt, key, b)
-	})
+	var err error
+	if funcs != nil {
+		err = sw.functions(funcs)
+	}
+	if err == nil {
+		err = sn.Each(func(db int, key []byte, v keyspace.Value, m keyspace.Meta) error {
+			b, err := v.Bytes()
+			if err != nil {
+				return err
+			}
+			return sw.key(db, m.Type, m.ExpireAt, key, b)
+		})
+	}
 	if err == nil {
 		err = sw.end()
 	}

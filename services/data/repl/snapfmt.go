@@ -16,7 +16,12 @@ import (
 //
 //	"LVKSNAP" 0x01
 //	per key:  'K' db(uvarint) type(1) expire-at(varint, unix ms, 0 none) key(uvarint len, bytes) value(uvarint len, bytes)
+//	libraries: 'F' len(uvarint) FUNCTION's libraries (script.EncodeLibraries), once, before the keys
 //	end:      'E' keys(uvarint) crc32c(4, little-endian) of every byte before the 'E'
+//
+// The libraries travel with the keys as Redis's RDB carries them: a follower that joins, or is
+// rebuilt, after FUNCTION LOAD has them, and has them still once promoted. A snapshot without
+// an 'F' record (an older primary's) holds no library.
 //
 // A value is the type's whole encoding, as the keyspace stores a value that is not grouped: the
 // follower stores it by the same Put a client's write makes, which groups it as its own
@@ -69,6 +74,17 @@ func (sw *snapWriter) key(db int, typ uint8, expireAt int64, key, val []byte) er
 	return sw.write(val)
 }
 
+// functions writes the libraries' record.
+func (sw *snapWriter) functions(payload []byte) error {
+	t := append(sw.tmp[:0], 'F')
+	t = binary.AppendUvarint(t, uint64(len(payload)))
+	sw.tmp = t
+	if err := sw.write(t); err != nil {
+		return err
+	}
+	return sw.write(payload)
+}
+
 // end writes the end record.
 func (sw *snapWriter) end() error {
 	t := append(sw.tmp[:0], 'E')
@@ -96,6 +112,8 @@ type snapReader struct {
 	crc  uint32
 	keys uint64
 	done bool
+	// funcs is the libraries' record, once read (nil: none yet).
+	funcs []byte
 }
 
 func newSnapReader(r *bufio.Reader) (*snapReader, error) {
@@ -151,6 +169,22 @@ func (sr *snapReader) next(k *snapKey) error {
 	kind, err := sr.byte()
 	if err != nil {
 		return err
+	}
+	if kind == 'F' && sr.funcs == nil && sr.keys == 0 {
+		n, err := sr.uvarint()
+		if err != nil {
+			return err
+		}
+		if n > maxSnapValue {
+			return fmt.Errorf("%w: libraries of %d bytes", ErrBadSnapshot, n)
+		}
+		sr.funcs = make([]byte, n)
+		if err := sr.full(sr.funcs); err != nil {
+			return err
+		}
+		if kind, err = sr.byte(); err != nil {
+			return err
+		}
 	}
 	switch kind {
 	case 'E':

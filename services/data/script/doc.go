@@ -15,10 +15,16 @@
 // atomic with respect to every other client and its writes commit, and replicate, as one
 // transaction of the commands it ran: a follower never runs Lua.
 //
+// Libraries are kept, dumped (FUNCTION DUMP) and handed to a follower by a full resync in one
+// encoding, with a checksum (libset.go); a change publishes it at once (LibrariesPayload), so
+// that readers which must not wait for a running script (a full resync holding the keyspace's
+// locks, FUNCTION STATS) never take the engine. The engine is always taken before the
+// keyspace's locks (commands.Ctx.lockEngine), also by an EXEC that runs a script.
+//
 // Time: while a script runs, Running is true and the event loops park the other clients'
 // commands instead of running them (they would wait on the shard locks the script holds).
 // Once the script has run longer than the busy threshold (busy-reply-threshold), Busy is true
-// and those clients get -BUSY; SCRIPT KILL cancels the Lua state's context, which stops the
+// and those clients get -BUSY; SCRIPT KILL (FUNCTION KILL for a function) cancels the Lua state's context, which stops the
 // script at its next instruction, unless the script has written (UNKILLABLE): its writes must
 // commit whole or the keyspace would hold half a script.
 package script

@@ -32,6 +32,10 @@ var (
 	ErrNotBusy     = errors.New("NOTBUSY No scripts in execution right now.")
 	ErrUnkillable  = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 	errKilledValue = "Script killed by user with SCRIPT KILL..."
+	// ErrBusyScript and ErrBusyFunction are the BUSY replies while an EVAL script, or a
+	// function, runs past the threshold (and a KILL of the other kind's).
+	ErrBusyScript   = errors.New("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+	ErrBusyFunction = errors.New("BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
 )
 
 // Engine is a server's Lua state, its cached scripts and functions, and the state of the script
@@ -46,7 +50,9 @@ type Engine struct {
 	rand    uint64 // lrand48's state
 	log     *slog.Logger
 	lib     *libraries
-	cur     *runCtx // the run in progress (engine held)
+	// libsView is the libraries as of their last change (LibrariesPayload, LibraryCounts).
+	libsView atomic.Pointer[libsView]
+	cur      *runCtx // the run in progress (engine held)
 
 	// The running script (guarded by run.mu; running and busy also read without it).
 	run struct {
@@ -55,6 +61,8 @@ type Engine struct {
 		wrote   bool
 		killed  bool
 		aborted bool
+		// info is what runs (FUNCTION STATS, and which KILL may stop it).
+		info    RunInfo
 		timer   *time.Timer
 		waiters []func()
 	}
@@ -229,13 +237,33 @@ func (e *Engine) wakeLocked() {
 	}
 }
 
-// Begin marks a script as running, before its caller takes the keyspace's locks, so that the
-// event loops stop handing other clients' commands to the keyspace.
-func (e *Engine) Begin() context.Context {
+// RunInfo describes a run: Function says it is FCALL's (FUNCTION KILL stops it, SCRIPT KILL
+// does not, and the reverse for EVAL's), Name the function's, Command the command that runs
+// it, Start when it began.
+type RunInfo struct {
+	Function bool
+	Name     string
+	Command  []string
+	Start    time.Time
+}
+
+// RunningInfo returns what runs now, and whether anything does.
+func (e *Engine) RunningInfo() (RunInfo, bool) {
+	e.run.mu.Lock()
+	defer e.run.mu.Unlock()
+	return e.run.info, e.running.Load()
+}
+
+// Begin marks a script (what info says) as running, before its caller takes the keyspace's
+// locks, so that the event loops stop handing other clients' commands to the keyspace.
+func (e *Engine) Begin(info RunInfo) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.run.mu.Lock()
 	defer e.run.mu.Unlock()
-	e.run.cancel, e.run.wrote, e.run.killed, e.run.aborted = cancel, false, false, false
+	if info.Start.IsZero() {
+		info.Start = time.Now()
+	}
+	e.run.cancel, e.run.wrote, e.run.killed, e.run.aborted, e.run.info = cancel, false, false, false, info
 	e.running.Store(true)
 	ms := e.threshold.Load()
 	e.run.timer = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
@@ -268,8 +296,9 @@ func (e *Engine) NoteWrite() {
 	e.run.mu.Unlock()
 }
 
-// Kill stops the running script (SCRIPT KILL, FUNCTION KILL).
-func (e *Engine) Kill() error {
+// Kill stops the running script (SCRIPT KILL) or function (FUNCTION KILL, function set): as in
+// Redis, each stops only its own kind.
+func (e *Engine) Kill(function bool) error {
 	e.run.mu.Lock()
 	defer e.run.mu.Unlock()
 	switch {
@@ -277,6 +306,10 @@ func (e *Engine) Kill() error {
 		return ErrNotBusy
 	case e.run.wrote:
 		return ErrUnkillable
+	case !function && e.run.info.Function:
+		return ErrBusyFunction
+	case function && !e.run.info.Function:
+		return ErrBusyScript
 	}
 	e.run.killed = true
 	e.run.cancel()

@@ -25,7 +25,7 @@ func run(t *testing.T, e *Engine, body string) string {
 	if err != nil {
 		return err.Error()
 	}
-	ctx := e.Begin()
+	ctx := e.Begin(RunInfo{})
 	defer e.End()
 	w := resp.NewWriter()
 	e.RunLocked(ctx, s, nil, nil, echoHost{}, w)

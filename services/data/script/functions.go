@@ -137,6 +137,7 @@ func (e *Engine) LoadLibraryLocked(code string, replace bool) (string, error) {
 	for _, f := range lib.Funcs {
 		e.lib.funcs[f.Name] = f
 	}
+	e.librariesChangedLocked()
 	return name, nil
 }
 
@@ -207,6 +208,11 @@ func (e *Engine) FunctionLocked(name string) *Function { return e.lib.funcs[name
 func (e *Engine) Libraries() []*Library {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.LibrariesLocked()
+}
+
+// LibrariesLocked is Libraries with the engine held.
+func (e *Engine) LibrariesLocked() []*Library {
 	out := make([]*Library, 0, len(e.lib.libs))
 	for _, l := range e.lib.libs {
 		out = append(out, l)
@@ -225,6 +231,7 @@ func (e *Engine) DeleteLibraryLocked(name string) error {
 		delete(e.lib.funcs, f.Name)
 	}
 	delete(e.lib.libs, name)
+	e.librariesChangedLocked()
 	return nil
 }
 
@@ -232,4 +239,41 @@ func (e *Engine) DeleteLibraryLocked(name string) error {
 func (e *Engine) FlushLibrariesLocked() {
 	e.lib.libs = map[string]*Library{}
 	e.lib.funcs = map[string]*Function{}
+	e.librariesChangedLocked()
+}
+
+// libsView is what the libraries are as of their last change, for the readers that must not
+// wait for the engine.
+type libsView struct {
+	payload     []byte
+	libs, funcs int
+}
+
+// librariesChangedLocked publishes the libraries for LibrariesPayload and LibraryCounts.
+func (e *Engine) librariesChangedLocked() {
+	libs := e.LibrariesLocked()
+	v := &libsView{payload: EncodeLibraries(libs), libs: len(libs)}
+	for _, l := range libs {
+		v.funcs += len(l.Funcs)
+	}
+	e.libsView.Store(v)
+}
+
+// LibrariesPayload returns the libraries as EncodeLibraries encodes them, as of the last change,
+// without waiting for the engine: a full resync takes it while it holds the keyspace's locks,
+// which a running script, holding the engine, may be waiting for.
+func (e *Engine) LibrariesPayload() []byte {
+	if v := e.libsView.Load(); v != nil {
+		return v.payload
+	}
+	return EncodeLibraries(nil)
+}
+
+// LibraryCounts returns how many libraries and functions there are, without waiting for the
+// engine (FUNCTION STATS runs while a script is busy).
+func (e *Engine) LibraryCounts() (libs, funcs int) {
+	if v := e.libsView.Load(); v != nil {
+		return v.libs, v.funcs
+	}
+	return 0, 0
 }

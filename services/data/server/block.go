@@ -80,8 +80,10 @@ func (b *blockers) wake(keys []string) {
 }
 
 // signalWrites wakes the connections parked on the keys cmd (args) wrote, when any is parked:
-// for EXEC, the keys of every command of the transaction (multi, taken before it ran).
-func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, multi *commands.Multi) {
+// for EXEC, the keys of every command of the transaction (multi, taken before it ran); for a
+// script (EVAL, FCALL, or one inside EXEC), also the keys its commands wrote (wrote, from
+// Ctx.Wrote), which it need not have declared. As in Redis, the clients it serves run after it.
+func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, multi *commands.Multi, wrote []commands.KeyRef) {
 	if s.blockers.n.Load() == 0 {
 		return
 	}
@@ -101,6 +103,9 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 		multi.Each(add)
 	} else {
 		add(cmd, args)
+	}
+	for _, k := range wrote {
+		keys = append(keys, blockKey(k.DB, k.Key))
 	}
 	s.blockers.wake(keys)
 }

@@ -321,6 +321,8 @@ func (c *conn) heavy(args [][]byte) bool {
 		return true
 	case "wait":
 		return true // waits for followers' acknowledgements, holding up only its client
+	case "exec":
+		return c.cl.Multi != nil && c.cl.Multi.RunsScript() // as a script alone
 	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 		return true // a script holds every shard's lock while it runs (commands/scripting.go)
 	}
@@ -522,7 +524,7 @@ func (c *conn) dispatch(args [][]byte) {
 	c.cl.SetLastCmd(cmd)
 	ctx := &c.ctx
 	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr = args, cmd, false, false, nil
-	ctx.Writes, ctx.InnerErrors, ctx.Block = false, 0, nil
+	ctx.Writes, ctx.InnerErrors, ctx.Block, ctx.Wrote = false, 0, nil, ctx.Wrote[:0]
 	c.midFlushed = false
 	notes := ctx.Sess.Notes()
 	before := c.cl.ReplyMode
@@ -536,8 +538,9 @@ func (c *conn) dispatch(args [][]byte) {
 		return // parked, with no reply yet (loop.block)
 	}
 	write := cmd.Flags&commands.FlagWrite != 0 || ctx.Writes
-	if write && !ctx.Failed {
-		s.signalWrites(ctx.DB(), cmd, args, multi)
+	// A script that failed may have written before it failed: its writes stand (ctx.Wrote).
+	if write && (!ctx.Failed || len(ctx.Wrote) > 0) {
+		s.signalWrites(ctx.DB(), cmd, args, multi, ctx.Wrote)
 	}
 	if ctx.Broken {
 		c.abandon(mark, write)

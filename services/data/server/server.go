@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lavikdb/lavik/pkg/resp"
+	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -102,7 +103,11 @@ func New(o Options) *Server {
 		s.repl = o.Replication
 	}
 	s.scripts = script.New(s.log)
-	if err := commands.LoadFunctions(s.scripts, s.cfg.Get("dir")); err != nil {
+	fsys := vfs.Default
+	if s.ks != nil {
+		fsys = s.ks.FS()
+	}
+	if err := commands.LoadFunctions(fsys, s.cfg.Get("dir"), s.scripts); err != nil {
 		s.log.Error("loading the functions' libraries failed", "err", err)
 	}
 	s.updateLimits()
