@@ -454,6 +454,19 @@ var tblSamples = []tblSample{
 	{name: "function|list", args: []string{"FUNCTION", "LIST", "LIBRARYNAME", "nosuch*"}, want: []any{}},
 	{name: "function|delete", args: []string{"FUNCTION", "DELETE", "nosuchlib"}, want: tblErr("ERR Library not found")},
 	{name: "function|flush", args: []string{"FUNCTION", "FLUSH"}, want: tblOK},
+	{name: "function|dump", args: []string{"FUNCTION", "DUMP"}, want: tblCheck(func(v any) string {
+		if _, ok := v.(string); !ok {
+			return "want a bulk string payload"
+		}
+		return ""
+	})},
+	{name: "function|restore", args: []string{"FUNCTION", "RESTORE", "not a payload"}, want: tblCheck(func(v any) string {
+		if !tblIsErr(v) {
+			return "want an error for a payload that is none"
+		}
+		return ""
+	})},
+	{name: "function|stats", args: []string{"FUNCTION", "STATS"}, want: tblArrayMin(4)},
 	{name: "function|kill", args: []string{"FUNCTION", "KILL"}, want: tblErr("NOTBUSY No scripts in execution right now.")},
 	{name: "replconf", args: []string{"REPLCONF", "listening-port", "6380"}, want: tblOK},
 	{name: "replicaof", args: []string{"REPLICAOF", "NO", "ONE"}, want: tblOK},

@@ -11,7 +11,7 @@ import (
 // SubscribeModeErr lets through.
 
 func init() {
-	const sub = FlagNoScript | FlagLoading | FlagStale
+	const sub = FlagPubSub | FlagNoScript | FlagLoading | FlagStale
 	register(
 		&Command{Name: "subscribe", Arity: -2, Flags: sub, Group: "pubsub", Since: "2.0.0", Complexity: "O(N) where N is the number of channels to subscribe to.",
 			Summary: "Listen for messages published to channels.", Handler: subscribeCmd(pubsub.Channel, "subscribe")},
@@ -25,22 +25,22 @@ func init() {
 			Summary: "Stop listening for messages posted to channels matching the given patterns.", Handler: unsubscribeCmd(pubsub.Pattern, "punsubscribe")},
 		&Command{Name: "sunsubscribe", Arity: -1, Flags: sub, Group: "pubsub", Since: "7.0.0", Complexity: "O(N) where N is the number of clients already subscribed to a shard channel.",
 			Summary: "Stop listening for messages posted to shard channels.", Handler: unsubscribeCmd(pubsub.Shard, "sunsubscribe")},
-		&Command{Name: "publish", Arity: 3, Flags: FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "2.0.0", Complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+		&Command{Name: "publish", Arity: 3, Flags: FlagPubSub | FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "2.0.0", Complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
 			Summary: "Post a message to a channel.", Handler: publishCmd},
-		&Command{Name: "spublish", Arity: 3, Flags: FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "7.0.0", Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+		&Command{Name: "spublish", Arity: 3, Flags: FlagPubSub | FlagLoading | FlagStale | FlagFast, Group: "pubsub", Since: "7.0.0", Complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.",
 			Summary: "Post a message to a shard channel", Handler: publishCmd},
 		&Command{Name: "pubsub", Arity: -2, Group: "pubsub", Since: "2.8.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for Pub/Sub commands",
 			Subcommands: map[string]*Command{
-				"channels": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+				"channels": {Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
 					Summary: "Returns the active channels.", Handler: pubsubChannelsCmd(pubsub.Channel)},
-				"shardchannels": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+				"shardchannels": {Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
 					Summary: "Returns the active shard channels.", Handler: pubsubChannelsCmd(pubsub.Shard)},
-				"numsub": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+				"numsub": {Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
 					Summary: "Returns a count of subscribers to channels.", Handler: pubsubNumsubCmd(pubsub.Channel)},
-				"shardnumsub": {Arity: -2, Flags: FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+				"shardnumsub": {Arity: -2, Flags: FlagPubSub | FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
 					Summary: "Returns the count of subscribers of shard channels.", Handler: pubsubNumsubCmd(pubsub.Shard)},
-				"numpat": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(1)",
+				"numpat": {Arity: 2, Flags: FlagPubSub | FlagLoading | FlagStale, Since: "2.8.0", Complexity: "O(1)",
 					Summary: "Returns a count of unique pattern subscriptions.", Handler: pubsubNumpatCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "6.2.0", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},

@@ -31,13 +31,14 @@ const (
 	// and nothing else, so an event loop may read that key in its batch of disk reads and run
 	// the command on what was read (Ctx.Pre).
 	FlagPrefetch
+	FlagPubSub // a pub/sub command (Redis's CMD_PUBSUB)
 )
 
 var flagNames = []struct {
 	f    Flag
 	name string
 }{
-	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
+	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"}, {FlagPubSub, "pubsub"},
 	{FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagSkipSlowlog, "skip_slowlog"},
 	{FlagFast, "fast"}, {FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"}, {FlagAllowBusy, "allow_busy"},
 	{FlagBlocking, "blocking"}, {FlagMovableKeys, "movablekeys"},
