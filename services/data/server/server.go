@@ -22,8 +22,8 @@ import (
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
-	"github.com/lavikdb/lavik/services/data/script"
 	"github.com/lavikdb/lavik/services/data/pubsub"
+	"github.com/lavikdb/lavik/services/data/script"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
