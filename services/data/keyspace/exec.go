@@ -183,6 +183,9 @@ func (tx *Tx) beginBatch(b *execBatch) {
 		}
 		if i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now); ok {
 			k.found, k.idx, k.entry = true, i, *k.shard.ix.entry(i)
+			if !tx.noTouch {
+				tx.ks.accessed(k.shard, i)
+			}
 		}
 	}
 }
