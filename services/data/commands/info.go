@@ -157,7 +157,10 @@ func RSS() int64 {
 func infoMemory(c *Ctx, b *strings.Builder) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	used := int64(ms.HeapAlloc)
+	// used_memory is what maxmemory bounds (keyspace.MemoryUsed): the Go heap's live objects,
+	// the index's keys and the value cache.
+	c.KS.RefreshUse()
+	used := c.KS.MemoryUsed()
 	rss := RSS()
 	ks := c.KS.Stats(c.Sess)
 	kv(b, "used_memory", used)
@@ -165,7 +168,7 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "used_memory_rss", rss)
 	kv(b, "used_memory_rss_human", humanBytes(rss))
 	// The peak is the Go heap's size, which never shrinks below what was once in use.
-	peak := max(int64(ms.HeapSys), used)
+	peak := max(int64(ms.HeapSys)+ks.IndexBytes, used)
 	kv(b, "used_memory_peak", peak)
 	kv(b, "used_memory_peak_human", humanBytes(peak))
 	kv(b, "total_system_memory", totalMemory())
@@ -182,6 +185,8 @@ func infoMemory(c *Ctx, b *strings.Builder) {
 	kv(b, "mem_fragmentation_bytes", rss-used)
 	kv(b, "mem_allocator", "go")
 	kv(b, "lavik_index_bytes", ks.IndexBytes)
+	kv(b, "lavik_disk_used", c.KS.DiskUsed())
+	kv(b, "lavik_maxdisk", c.Srv.Config().Int("maxdisk"))
 	kv(b, "lavik_log_tail_bytes", ks.Log.TailBytes)
 	kv(b, "lavik_value_cache_bytes", valueCacheStats().Bytes)
 	kv(b, "lavik_dir_cache_bytes", ks.DirCache.Bytes)
@@ -322,7 +327,7 @@ func infoStats(c *Ctx, b *strings.Builder) {
 	kv(b, "total_net_output_bytes", st.NetOutputBytes)
 	kv(b, "rejected_connections", st.RejectedConnections)
 	kv(b, "expired_keys", ks.ExpiredKeys)
-	kv(b, "evicted_keys", 0)
+	kv(b, "evicted_keys", c.KS.EvictedKeys())
 	kv(b, "keyspace_hits", ks.Hits)
 	kv(b, "keyspace_misses", ks.Misses)
 	kv(b, "pubsub_channels", c.PS.Len(pubsub.Channel))

@@ -344,8 +344,10 @@ func clientNoTouchCmd(c *Ctx) {
 	switch {
 	case is(c.Args[2], "ON"):
 		c.Client.NoTouch.Store(true)
+		c.Sess.SetNoTouch(true)
 	case is(c.Args[2], "OFF"):
 		c.Client.NoTouch.Store(false)
+		c.Sess.SetNoTouch(false)
 	default:
 		c.Err(ErrSyntax)
 		return
@@ -502,7 +504,7 @@ func debugSleepCmd(c *Ctx) {
 
 // debugObjectCmd answers in Redis's format. Lavik has no objects in memory: the address is
 // the key's index slot hash, refcount is always 1, serializedlength is the value's length as
-// stored, and lru is not tracked (0 seconds idle, Redis's LRU clock of now).
+// stored, and lru is the access clock of keyspace/access.go.
 func debugObjectCmd(c *Ctx) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[2])
 	if !ok {
@@ -514,9 +516,13 @@ func debugObjectCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	lru := (time.Now().UnixMilli() / 1000) & (1<<24 - 1)
-	c.W.Simple(fmt.Sprintf("Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:0",
-		keyHash(c.Args[2]), enc, m.Len, lru))
+	// lru is Redis's 24-bit clock of the last access (seconds); under an LFU policy the idle
+	// time is not tracked and reads 0 seconds, as the LFU word does not hold it.
+	a, _ := c.KS.AccessOf(c.Sess, c.DB(), c.Args[2])
+	now := time.Now().UnixMilli()
+	lru := ((now - a.IdleMs) / 1000) & (1<<24 - 1)
+	c.W.Simple(fmt.Sprintf("Value at:0x%x refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d",
+		keyHash(c.Args[2]), enc, m.Len, lru, a.IdleMs/1000))
 }
 
 func keyHash(k []byte) uint64 {

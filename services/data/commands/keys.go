@@ -18,7 +18,7 @@ func init() {
 		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
 			Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys to check.", Summary: "Determines whether one or more keys exist.", Handler: existsCmd},
 		&Command{Name: "touch", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1,
-			Group: "generic", Since: "3.2.1", Complexity: "O(N) where N is the number of keys that will be touched.", Summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", Handler: existsCmd},
+			Group: "generic", Since: "3.2.1", Complexity: "O(N) where N is the number of keys that will be touched.", Summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", Handler: touchCmd},
 		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "generic", Since: "1.0.0", Complexity: "O(1)", Summary: "Determines the type of value stored at a key.", Handler: typeCmd},
 		&Command{Name: "expire", Arity: -3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
@@ -60,6 +60,10 @@ func init() {
 			Subcommands: map[string]*Command{
 				"encoding": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
 					Summary: "Returns the internal encoding of a Redis object.", Handler: objectEncodingCmd},
+				"freq": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "4.0.0", Complexity: "O(1)",
+					Summary: "Returns the logarithmic access frequency counter of a Redis object.", Handler: objectFreqCmd},
+				"idletime": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
+					Summary: "Returns the time since the last access to a Redis object.", Handler: objectIdletimeCmd},
 				"refcount": {Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Since: "2.2.3", Complexity: "O(1)",
 					Summary: "Returns the reference count of a value of a key.", Handler: objectRefcountCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "6.2.0", Complexity: "O(1)",
@@ -98,6 +102,35 @@ func delCmd(c *Ctx) {
 }
 
 func existsCmd(c *Ctx) { c.W.Int(int64(c.KS.Exists(c.Sess, c.DB(), c.Args[1:]))) }
+
+func touchCmd(c *Ctx) { c.W.Int(int64(c.KS.Touch(c.Sess, c.DB(), c.Args[1:]))) }
+
+// OBJECT FREQ and IDLETIME report the key's access word (keyspace/access.go), which holds the
+// LFU counter under an LFU policy and the access clock otherwise, so each answers only under
+// its kind of policy, with Redis's errors.
+func objectFreqCmd(c *Ctx) {
+	a, ok := c.KS.AccessOf(c.Sess, c.DB(), c.Args[2])
+	switch {
+	case !ok:
+		c.W.Null()
+	case !a.LFU:
+		c.Err(Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+	default:
+		c.W.Int(int64(a.Freq))
+	}
+}
+
+func objectIdletimeCmd(c *Ctx) {
+	a, ok := c.KS.AccessOf(c.Sess, c.DB(), c.Args[2])
+	switch {
+	case !ok:
+		c.W.Null()
+	case a.LFU:
+		c.Err(Error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."))
+	default:
+		c.W.Int(a.IdleMs / 1000)
+	}
+}
 
 func typeCmd(c *Ctx) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])

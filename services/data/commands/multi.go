@@ -135,6 +135,9 @@ func (m *Multi) usesEngine() bool {
 // Writes reports whether a queued command may write.
 func (m *Multi) Writes() bool { return m.flags&FlagWrite != 0 }
 
+// DenyOOM reports whether a queued command may grow memory use (the maxmemory check of EXEC).
+func (m *Multi) DenyOOM() bool { return m.flags&FlagDenyOOM != 0 }
+
 // Len is the number of queued commands.
 func (m *Multi) Len() int { return len(m.cmds) }
 

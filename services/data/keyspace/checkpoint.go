@@ -574,11 +574,13 @@ func (s *shard) loadEntryLocked(ks *Keyspace, ce *ckptEntry) error {
 // resetLocked empties the shard before a full replay replaces what a rejected checkpoint
 // loaded.
 func (s *shard) resetLocked() error {
+	now, lfuOn := s.ix.now, s.ix.lfuOn
 	s.ix.release()
 	ix, err := newIndex()
 	if err != nil {
 		return fmt.Errorf("keyspace: shard %d: %w", s.id, err)
 	}
+	ix.now, ix.lfuOn = now, lfuOn
 	s.ix = ix
 	clear(s.keys)
 	clear(s.expires)

@@ -48,6 +48,12 @@
 // too (reclamation keeps that record, or a tombstone in its place, while an older put of the key
 // may still be on disk).
 //
+// Each key also has a 16-bit access word beside its entry (access.go: the LRU clock, or the LFU
+// counter under an LFU policy), 2.3 bytes a key, which reads and writes update and
+// introspection does not. Eviction (evict.go) keeps the DRAM figure INFO reports as used_memory
+// under maxmemory and the log's live bytes under maxdisk, sampling entries per shard into an
+// eviction pool as Redis does, and removes a key as a DEL the keyspace states.
+//
 // Reclamation (reclaim.go) gives dead records' space back in the background: it tracks each
 // segment's dead bytes as the index stops pointing at records, rewrites the live records of the
 // emptiest sealed segments (moving each index entry only if it still points at the old record)

@@ -195,6 +195,9 @@ func (tx *Tx) beginBatch(b *execBatch) {
 		}
 		if i, ok, _ := tx.ks.findLiveLocked(k.shard, k.hash, k.db, k.key, tx.now); ok {
 			k.found, k.had, k.idx, k.entry = true, true, i, *k.shard.ix.entry(i)
+			if !tx.noTouch {
+				tx.ks.accessed(k.shard, i)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -124,7 +125,18 @@ type index struct {
 	nfree    int
 	arena    arena
 
-	slotMem, entryMem region
+	// access holds, parallel to entries, each key's 16-bit access word, two to a uint32
+	// (access.go).
+	access []uint32
+	// now is the clock the access information is kept by (unix ms); nil: the wall clock. lfuOn
+	// (nil: off) says the words are LFU words.
+	now   func() int64
+	lfuOn *atomic.Bool
+	// inUse is the memory the index uses for its keys (inUseBytes), published for readers
+	// that hold no lock (the maxmemory check, evict.go).
+	inUse atomic.Int64
+
+	slotMem, entryMem, accessMem region
 	// closed: the index was released (Keyspace.Close) and must not allocate again.
 	closed bool
 }
@@ -207,6 +219,14 @@ func (ix *index) reserveN(n, arenaBytes int) error {
 			}
 			ix.entries = view[entry](&ix.entryMem, capOf[entry](&ix.entryMem))
 		}
+		// The access words follow the entries (however the entry array grew: a checkpoint's
+		// load presizes it too).
+		if words := (len(ix.entries) + 1) / 2; len(ix.access) < words {
+			if err := ix.accessMem.resize(words * 4); err != nil {
+				return err
+			}
+			ix.access = view[uint32](&ix.accessMem, words)
+		}
 		for uint64(ix.high)+uint64(need) > uint64(ix.idxMask) {
 			ix.widen()
 		}
@@ -234,8 +254,10 @@ func (ix *index) insert(h uint32, db uint8, key []byte) (uint32, *entry, error) 
 	}
 	e := &ix.entries[i]
 	*e = entry{w0: ix.arena.add(key) | packMeta(db, 0, 0), hash: h}
+	ix.initAccess(i)
 	ix.put(h, i)
 	ix.count++
+	ix.publishUse()
 	return i, e, nil
 }
 
@@ -271,6 +293,7 @@ func (ix *index) remove(i uint32, pos uint32) {
 	if ix.arena.needsCompaction() {
 		ix.compactArena()
 	}
+	ix.publishUse()
 }
 
 // grow doubles the slot array and re-inserts every live entry, walking the entries in order.
@@ -293,6 +316,7 @@ func (ix *index) grow() error {
 		}
 	}
 	old.free()
+	ix.publishUse()
 	return nil
 }
 
@@ -335,6 +359,7 @@ func (ix *index) clear() {
 		return
 	}
 	ix.entryMem.free()
+	ix.accessMem.free()
 	ix.arena.mem.free()
 	slots := ix.slotMem
 	var small region
@@ -344,23 +369,45 @@ func (ix *index) clear() {
 	} else {
 		clear(ix.slots) // kept as it is if even a small array is refused
 	}
-	*ix = index{slotMem: slots, idxBits: firstIdxBits, idxMask: 1<<firstIdxBits - 1}
+	now, lfuOn := ix.now, ix.lfuOn
+	ix.inUse.Store(0)
+	*ix = index{slotMem: slots, idxBits: firstIdxBits, idxMask: 1<<firstIdxBits - 1, now: now, lfuOn: lfuOn}
 	ix.slots = view[uint32](&ix.slotMem, capOf[uint32](&ix.slotMem))
 	ix.mask = uint32(len(ix.slots) - 1)
+	ix.publishUse()
 }
 
 // release frees the index's memory and leaves it closed: empty, and refusing inserts.
 func (ix *index) release() {
 	ix.slotMem.free()
 	ix.entryMem.free()
+	ix.accessMem.free()
 	ix.arena.mem.free()
-	*ix = *closedIndex()
+	ix.inUse.Store(0)
+	c := closedIndex()
+	ix.slots, ix.mask, ix.idxBits, ix.idxMask, ix.count = c.slots, c.mask, c.idxBits, c.idxMask, 0
+	ix.entries, ix.high, ix.freeHead, ix.nfree, ix.arena, ix.access = nil, 0, 0, 0, arena{}, nil
+	ix.slotMem, ix.entryMem, ix.accessMem, ix.closed = region{}, region{}, region{}, true
 }
 
 // bytes is the off-heap memory the index holds.
 func (ix *index) bytes() int64 {
-	return int64(ix.slotMem.size()+ix.entryMem.size()) + ix.arena.bytes()
+	return int64(ix.slotMem.size()+ix.entryMem.size()+ix.accessMem.size()) + ix.arena.bytes()
 }
+
+// inUseBytes is the memory the index uses for its keys, the figure maxmemory bounds: the slot
+// array, an entry and its access word for each live key, and the live keys' bytes in the arena.
+// Free entries and the arena's dead bytes are not counted: like memory a Redis allocator got
+// back from a freed object, the next inserts reuse them (INFO's lavik_index_bytes reports
+// everything mapped).
+func (ix *index) inUseBytes() int64 {
+	return int64(ix.slotMem.size()) + int64(ix.count)*(entrySize+2) + ix.arena.live
+}
+
+// publishUse stores inUseBytes for readers without the lock. The shard's write lock is held.
+func (ix *index) publishUse() { ix.inUse.Store(ix.inUseBytes()) }
+
+const entrySize = int64(unsafe.Sizeof(entry{}))
 
 // arena stores keys back to back, each as a uvarint length and its bytes, in one region.
 // Offsets, not pointers, name keys, so the region may move when it grows.

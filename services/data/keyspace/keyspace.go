@@ -152,6 +152,9 @@ type Keyspace struct {
 		moved atomic.Uint64
 	}
 	rc reclaimer // reclamation (reclaim.go)
+	// access tunes the LFU counters (access.go); ev is eviction's state (evict.go).
+	access accessTuning
+	ev     evictor
 	// dirs caches decoded directories of grouped values: patch directories' bases and keys'
 	// current directories, resolved (dirpatch.go).
 	dirs dirCache
@@ -243,6 +246,7 @@ func Open(opts Options) (*Keyspace, error) {
 		return nil, err
 	}
 	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{}), retry: make(chan struct{}, 1)}
+	ks.SetLFU(10, 1) // Redis's defaults
 	if err := ks.tx.loadAborted(opts.FS, opts.Dir); err != nil {
 		return nil, err
 	}
@@ -291,6 +295,10 @@ func Open(opts Options) (*Keyspace, error) {
 	ks.loadTime = time.Since(start)
 	ks.wg.Add(1)
 	go ks.checkpointLoop()
+	ks.ev.wake = make(chan struct{}, 1)
+	ks.RefreshUse()
+	ks.wg.Add(1)
+	go ks.evictLoop()
 	return ks, nil
 }
 
@@ -318,6 +326,7 @@ func (ks *Keyspace) openShard(id int) (*shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyspace: shard %d: %w", id, err)
 	}
+	ix.now, ix.lfuOn = ks.opts.Now, &ks.access.lfu
 	s := &shard{
 		id:      id,
 		ix:      ix,
@@ -677,6 +686,8 @@ type Session struct {
 	// announced says the effects hold an Announce of the running EXEC, which reaches the sink
 	// even if the EXEC writes nothing.
 	announced bool
+	// noTouch leaves the keys' access information alone (CLIENT NO-TOUCH, access.go).
+	noTouch bool
 }
 
 // NewSession returns a session for one connection.

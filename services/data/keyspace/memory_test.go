@@ -69,24 +69,25 @@ func TestIndexMemory(t *testing.T) {
 	buildTime := time.Since(start)
 
 	// The structural figures, from the allocator.
-	var slotB, entryB, arenaB, count, slots int64
+	var slotB, entryB, accessB, arenaB, count, slots int64
 	for i := range mi.shards {
 		ix := mi.shards[i].ix
 		slotB += int64(ix.slotMem.size())
 		entryB += int64(ix.entryMem.size())
+		accessB += int64(ix.accessMem.size())
 		arenaB += ix.arena.bytes()
 		count += int64(ix.count)
 		slots += int64(len(ix.slots))
 	}
 	offheap := offheapBytes.Load() - off0
-	if count != int64(n) || offheap != slotB+entryB+arenaB {
-		t.Fatalf("%d keys indexed of %d; off-heap %d bytes, index arrays %d", count, n, offheap, slotB+entryB+arenaB)
+	if count != int64(n) || offheap != slotB+entryB+accessB+arenaB {
+		t.Fatalf("%d keys indexed of %d; off-heap %d bytes, index arrays %d", count, n, offheap, slotB+entryB+accessB+arenaB)
 	}
 	perKey := func(b int64) float64 { return float64(b) / float64(n) }
 	beyond := perKey(offheap) - 16
 	t.Logf("%d keys of 16 bytes in %d shards, built in %v (%.0f ns a key)", n, nshards, buildTime.Round(time.Millisecond), float64(buildTime.Nanoseconds())/float64(n))
-	t.Logf("off-heap index: %.2f bytes a key = slots %.2f (load %.3f) + entries %.2f + key arena %.2f",
-		perKey(offheap), perKey(slotB), float64(count)/float64(slots), perKey(entryB), perKey(arenaB))
+	t.Logf("off-heap index: %.2f bytes a key = slots %.2f (load %.3f) + entries %.2f + access words %.2f + key arena %.2f",
+		perKey(offheap), perKey(slotB), float64(count)/float64(slots), perKey(entryB), perKey(accessB), perKey(arenaB))
 	t.Logf("beyond the key's own 16 bytes: %.2f bytes a key (budget 48)", beyond)
 
 	if measure {

@@ -253,6 +253,7 @@ func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta
 		ks.stats.misses.Add(1)
 		return false, nil
 	}
+	ks.accessedBy(se, s, i)
 	if e.chunked() {
 		s.mu.RUnlock()
 		ks.stats.hits.Add(1)
@@ -434,6 +435,7 @@ func (ks *Keyspace) lookupKey(se *Session, db int, key []byte, sn *keySnap) {
 			s.mu.RLock()
 		} else {
 			sn.fillLocked(s, e)
+			ks.accessedBy(se, s, i)
 		}
 	}
 	s.mu.RUnlock()
@@ -497,6 +499,7 @@ func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap,
 			continue
 		}
 		sn.fillLocked(s, e)
+		ks.accessedBy(se, s, idx)
 		segs[s] = append(segs[s], e.seg)
 	}
 	var unpins []func()

@@ -106,6 +106,8 @@ type Tx struct {
 	// (an LSN); multiShard says it spans several shards.
 	ends       map[*shard]uint64
 	multiShard bool
+	// noTouch: the keys' access information stays as it is (Session.SetNoTouch).
+	noTouch bool
 }
 
 // Now is the transaction's clock (unix ms), fixed for one attempt.
@@ -330,7 +332,7 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 	if b := se.batch(); b != nil {
 		return ks.updateBatch(se, b, keys, fn)
 	}
-	tx := &Tx{ks: ks}
+	tx := &Tx{ks: ks, noTouch: se != nil && se.noTouch}
 	tx.setup(keys)
 	shards := make([]*shard, 0, len(tx.uniq))
 	for _, k := range tx.uniq {
@@ -570,6 +572,9 @@ func (tx *Tx) begin(now int64) {
 		if ok {
 			k.idx = i
 			k.entry = *k.shard.ix.entry(i)
+			if !tx.noTouch {
+				tx.ks.accessed(k.shard, i)
+			}
 		}
 	}
 }

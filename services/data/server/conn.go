@@ -510,6 +510,12 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(cmd, commands.ArityError(cmd))
 		return
 	}
+	if cmd.Flags&commands.FlagDenyOOM != 0 || cmd.Name == "exec" && multi != nil && multi.DenyOOM() {
+		if err := s.ks.CheckLimits(); err != nil {
+			c.reject(cmd, commands.Error(err.Error()))
+			return
+		}
+	}
 	if multi != nil && !cmd.RunsInMulti() {
 		if err := multi.Queue(cmd, args, s.cfg.Int("client-query-buffer-limit")); err != nil {
 			c.reject(cmd, err.(commands.Error))

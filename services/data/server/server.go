@@ -99,6 +99,9 @@ func New(o Options) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if s.ks != nil && s.cfg != nil {
+		applyLimits(s.ks, s.cfg)
+	}
 	if o.Replication != nil {
 		s.repl = o.Replication
 	}
@@ -157,6 +160,8 @@ func (s *Server) ConfigChanged(name, value string) {
 	case "appendfsync":
 		f, _ := vlog.ParseFsync(value)
 		s.ks.SetFsync(f)
+	case "maxmemory", "maxdisk", "maxmemory-policy", "maxmemory-samples", "lfu-log-factor", "lfu-decay-time":
+		applyLimits(s.ks, s.cfg)
 	case "reclaim-rate":
 		n, _ := strconv.ParseInt(value, 10, 64)
 		s.ks.SetReclaimRate(n)
@@ -450,4 +455,12 @@ func (s *Server) ResetStats() {
 	s.stats.qbufKills.Store(0)
 	s.stats.obufKills.Store(0)
 	s.resetIntrospection()
+}
+
+// applyLimits gives the keyspace the memory and disk limits and the LFU tuning of cfg.
+func applyLimits(ks *keyspace.Keyspace, cfg *config.Config) {
+	p, _ := keyspace.ParsePolicy(cfg.Get("maxmemory-policy"))
+	ks.SetLFU(cfg.Int("lfu-log-factor"), cfg.Int("lfu-decay-time"))
+	ks.SetLimits(keyspace.Limits{MaxMemory: cfg.Int("maxmemory"), MaxDisk: cfg.Int("maxdisk"), Policy: p,
+		Samples: int(cfg.Int("maxmemory-samples"))})
 }
