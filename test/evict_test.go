@@ -316,3 +316,36 @@ func fillOrReport(t *testing.T, c *redis.Client, prefix string, n int) {
 		}
 	}
 }
+
+// TestEvictNotification: with notify-keyspace-events Ee, every eviction is published on
+// __keyevent@0__:evicted.
+func TestEvictNotification(t *testing.T) {
+	ctx := context.Background()
+	s := harness.Start(t)
+	c := s.Client()
+	configSet(t, c, "notify-keyspace-events", "Ee")
+	sub := s.Client().Subscribe(ctx, "__keyevent@0__:evicted")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	configSet(t, c, "maxmemory-policy", "allkeys-random")
+	fill(t, c, "k", 10000, nil)
+	configSet(t, c, "maxmemory", strconv.FormatInt(usedMemory(t, c), 10))
+	fill(t, c, "new", 5000, nil)
+	ev := evictedKeys(t, c)
+	if ev == 0 {
+		t.Fatal("nothing evicted")
+	}
+	got := 0
+	for got < int(ev) {
+		m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%d evicted events of %d: %v", got, ev, err)
+		}
+		if msg, ok := m.(*redis.Message); ok && msg.Payload != "" {
+			got++
+		}
+	}
+	t.Logf("%d evictions, %d evicted events", ev, got)
+}

@@ -154,6 +154,11 @@ func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
 	(*p).Change(&c)
 }
 
+// SetEvictHook makes the keyspace call hook with every key it evicts for maxmemory or maxdisk,
+// once the eviction is committed, holding no lock. The server publishes the "evicted"
+// keyspace event from it.
+func (ks *Keyspace) SetEvictHook(hook func(db int, key []byte)) { ks.evictHook.Store(&hook) }
+
 // SetExpireHook makes the keyspace call hook with every key it removes because it expired
 // (lazy and active expiry alike), under the key's shard lock: it must be quick and must not
 // call into the keyspace. The server publishes the "expired" keyspace event from it.

@@ -394,6 +394,9 @@ func (ks *Keyspace) evictKey(c evictCand) bool {
 	if existed {
 		ks.ev.evicted.Add(1)
 		ks.ev.diskFreed.Add(size)
+		if h := ks.evictHook.Load(); h != nil {
+			(*h)(int(c.db), c.key)
+		}
 	}
 	return existed
 }

@@ -168,6 +168,8 @@ type Keyspace struct {
 	sink atomic.Pointer[ChangeSink]
 	// expireHook is told of every expired key removed (SetExpireHook).
 	expireHook atomic.Pointer[func(db int, key []byte)]
+	// evictHook is told of every key evicted (SetEvictHook).
+	evictHook atomic.Pointer[func(db int, key []byte)]
 	follower   atomic.Bool
 	floor      atomic.Int64 // SetClockFloor
 	// engines are the other engines that read for the keyspace (RegisterEngine).

@@ -19,7 +19,7 @@ const (
 	Hash                       // h
 	ZSet                       // z
 	Expired                    // x: a key expired
-	Evicted                    // e: a key evicted for maxmemory (Lavik evicts nothing)
+	Evicted                    // e: a key evicted for maxmemory or maxdisk
 	Stream                     // t
 	KeyMiss                    // m: a read found no key (Lavik emits none, see doc.go)
 	Module                     // d

@@ -120,6 +120,11 @@ func New(o Options) *Server {
 			s.ps.NotifyKeyspace(pubsub.Expired, "expired", db, key)
 		}
 	})
+	s.ks.SetEvictHook(func(db int, key []byte) {
+		if s.ps.Notifying(pubsub.Evicted) {
+			s.ps.NotifyKeyspace(pubsub.Evicted, "evicted", db, key)
+		}
+	})
 	if s.ks != nil {
 		s.ks.SetLatency(s.intro.latency)
 	}
