@@ -51,6 +51,14 @@ func init() {
 					Summary: "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", Handler: clientNoTouchCmd},
 				"no-evict": {Arity: 3, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale, Since: "7.0.0", Complexity: "O(1)",
 					Summary: "Sets the client eviction mode of the connection.", Handler: clientNoEvictCmd},
+				"tracking": {Arity: -3, Flags: FlagNoScript | FlagLoading | FlagStale, Since: "6.0.0", Complexity: "O(1). Some options may introduce additional complexity.",
+					Summary: "Controls server-assisted client-side caching for the connection.", Handler: clientTrackingCmd},
+				"caching": {Arity: 3, Flags: FlagNoScript | FlagLoading | FlagStale, Since: "6.0.0", Complexity: "O(1)",
+					Summary: "Instructs the server whether to track the keys in the next request.", Handler: clientCachingCmd},
+				"getredir": {Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Since: "6.0.0", Complexity: "O(1)",
+					Summary: "Returns the client ID to which the connection's tracking notifications are redirected.", Handler: clientGetredirCmd},
+				"trackinginfo": {Arity: 2, Flags: FlagNoScript | FlagLoading | FlagStale, Since: "6.2.0", Complexity: "O(1)",
+					Summary: "Returns information about server-assisted client-side caching for the connection.", Handler: clientTrackingInfoCmd},
 				"help": {Arity: 2, Flags: FlagLoading | FlagStale, Since: "5.0.0", Complexity: "O(1)",
 					Summary: "Returns helpful text about the different subcommands.", Handler: helpCmd},
 			}},
@@ -96,6 +104,7 @@ func resetCmd(c *Ctx) {
 		takeMail(c) // what was published before the RESET comes before its reply
 		c.PS.UnsubscribeAll(cl.Sub)
 	}
+	stopTracking(c)
 	c.Client.ReplyMode, c.Client.SkipNext = ReplyOn, false
 	c.Client.SetName("")
 	c.Client.NoEvict.Store(false)

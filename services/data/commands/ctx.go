@@ -14,6 +14,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
 	"github.com/lavikdb/lavik/services/data/pubsub"
+	"github.com/lavikdb/lavik/services/data/tracking"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -72,7 +73,9 @@ type Client struct {
 	Watches keyspace.Watches
 	// Sub is the connection's pub/sub state (pubsub.go); nil where the connection cannot
 	// receive messages (a follower applying its primary's stream).
-	Sub      *pubsub.Subscriber
+	Sub *pubsub.Subscriber
+	// Tracking is the connection's client-side caching state (CLIENT TRACKING, tracking.go).
+	Tracking tracking.State
 	multiLen atomic.Int32 // 1 + the number of commands queued, 0 outside MULTI, for CLIENT LIST
 
 	LastActive atomic.Int64 // unix ms of the last command
@@ -142,6 +145,7 @@ func (cl *Client) Info(now time.Time) string {
 	if cl.NoEvict.Load() {
 		flags += "e"
 	}
+	flags += cl.Tracking.ListFlags()
 	if cl.NoTouch.Load() {
 		flags += "T"
 	}
@@ -155,9 +159,9 @@ func (cl *Client) Info(now time.Time) string {
 	if omem > 0 {
 		events = "rw"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=%d oll=%d omem=%d tot-mem=%d events=%s cmd=%s user=default redir=-1 resp=%d",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=%d psub=%d ssub=%d multi=%d qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=%d rbs=%d rbp=%d obl=%d oll=%d omem=%d tot-mem=%d events=%s cmd=%s user=default redir=%d resp=%d",
 		cl.ID, cl.Addr, cl.LAddr, ci.FD, name, age, idle, flags, cl.DB.Load(), sub, psub, ssub, multi, qbuf, ci.QbufFree, ci.ArgvMem, ci.MultiMem,
-		qbuf+ci.QbufFree, qbuf, obl, 0, omem, ci.totMem(qbuf, omem), events, last, cl.Proto.Load())
+		qbuf+ci.QbufFree, qbuf, obl, 0, omem, ci.totMem(qbuf, omem), events, last, cl.Tracking.Redirect(), cl.Proto.Load())
 }
 
 // ServerStats are the server-level figures INFO reports.

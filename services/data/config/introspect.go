@@ -32,6 +32,8 @@ var introspectParams = []*Param{
 		Doc: "entries the slow log keeps (the oldest go first); each costs a few hundred bytes at most"},
 	{Name: "latency-monitor-threshold", Default: "0", Mutable: true, Check: intRange(0, math.MaxInt64),
 		Doc: "milliseconds an event (a command, a value-log fsync, an index checkpoint) must take to be recorded by the latency monitor (LATENCY); 0 turns it off"},
+	{Name: "tracking-table-max-keys", Default: "1000000", Mutable: true, Check: intRange(0, math.MaxInt64),
+		Doc: "keys the client-side caching table (CLIENT TRACKING) remembers; past it, keys are forgotten with an invalidation sent to their clients, as Redis does. 0 = no limit. Too low sends invalidations for keys nobody changed; too high costs memory (a key and its client ids each)"},
 	{Name: "latency-tracking", Default: "yes", Mutable: true, Check: yesNo,
 		Doc: "keep per-command latency histograms for INFO latencystats (one atomic add per command)"},
 	{Name: "latency-tracking-info-percentiles", Default: "50 99 99.9", Mutable: true, Check: percentiles,

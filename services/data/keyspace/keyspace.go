@@ -170,8 +170,8 @@ type Keyspace struct {
 	expireHook atomic.Pointer[func(db int, key []byte)]
 	// evictHook is told of every key evicted (SetEvictHook).
 	evictHook atomic.Pointer[func(db int, key []byte)]
-	follower   atomic.Bool
-	floor      atomic.Int64 // SetClockFloor
+	follower  atomic.Bool
+	floor     atomic.Int64 // SetClockFloor
 	// engines are the other engines that read for the keyspace (RegisterEngine).
 	enginesMu sync.Mutex
 	engines   []vlog.Engine

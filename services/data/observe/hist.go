@@ -73,3 +73,29 @@ func (h *Hist) Reset() {
 	}
 	h.total.Store(0)
 }
+
+// EachPowerOfTwo calls fn with the cumulative count of the samples up to each power-of-two
+// bound, as Redis's LATENCY HISTOGRAM reports its histograms (an HDR histogram iterated by
+// powers of two from 1024 ns, each bound shown in whole microseconds: 1, 2, 4, 8, 16, 32, 65,
+// 131, ...), for the bounds where the count grows, until every sample is counted. A sample
+// counts under the first bound its bucket's upper end does not pass, so counts are as exact as
+// the buckets (12.5%).
+func (h *Hist) EachPowerOfTwo(fn func(boundUs, cumulative uint64)) {
+	total := h.total.Load()
+	var seen, prev uint64
+	i := 0
+	for k := 0; k < 64 && seen < total; k++ {
+		bound := (uint64(1024) << k) / 1000 // the bound in whole microseconds
+		for i < histBuckets && histUpper(i) <= bound {
+			seen += h.counts[i].Load()
+			i++
+		}
+		if i == histBuckets {
+			seen = total
+		}
+		if seen > prev {
+			fn(bound, seen)
+			prev = seen
+		}
+	}
+}

@@ -333,3 +333,18 @@ func (r *Registry) Len(k Kind) int {
 	defer r.mu.RUnlock()
 	return len(r.byName[k])
 }
+
+// Proto is the subscriber's connection's protocol version (2 or 3).
+func (s *Subscriber) Proto() int {
+	if s.proto == nil {
+		return 2
+	}
+	return int(s.proto.Load())
+}
+
+// DeliverRaw appends b, a message already encoded for the subscriber's protocol (a client-side
+// caching invalidation, package tracking), to its mailbox as a publish does; it reports
+// whether the message reached the subscriber.
+func (r *Registry) DeliverRaw(s *Subscriber, b []byte) bool {
+	return s.deliver(&message{resp2: b, resp3: b}, r.maxMail.Load())
+}

@@ -548,6 +548,9 @@ func (c *conn) dispatch(args [][]byte) {
 	if write && (!ctx.Failed || len(ctx.Wrote) > 0) {
 		s.signalWrites(ctx.DB(), cmd, args, multi, ctx.Wrote)
 	}
+	if s.track.Active() {
+		s.trackCommand(c, cmd, args, multi, write && (!ctx.Failed || len(ctx.Wrote) > 0))
+	}
 	if ctx.Broken {
 		c.abandon(mark, write)
 		return
@@ -646,6 +649,9 @@ func (c *conn) dispatchGets(cmds []resp.Command) {
 	}, mark)
 	if !ok {
 		return
+	}
+	if s.track.Active() {
+		s.trackGets(c, keys)
 	}
 	if c.ctx.Broken {
 		// The GET that broke gets the error; the ones after it in the run, which were not

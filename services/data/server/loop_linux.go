@@ -654,6 +654,9 @@ func (c *conn) writeGetReply(v keyspace.Value, m keyspace.Meta, ok bool, err err
 	}
 	// A GET of a batch took from the batch's start to its reply.
 	c.s.observe(c, getCommand, c.cmds[c.getFrom+c.getDone].Args, nil, time.Since(c.getStart))
+	if c.s.track.Active() {
+		c.s.trackGets(c, c.cmds[c.getFrom+c.getDone].Args[1:2])
+	}
 	c.noteSpan(c.getMark, c.getNotes, false)
 	c.getMark, c.getNotes = c.w.Len(), c.ctx.Sess.Notes()
 	c.getDone++

@@ -24,6 +24,7 @@ import (
 	"github.com/lavikdb/lavik/services/data/keyspace"
 	"github.com/lavikdb/lavik/services/data/pubsub"
 	"github.com/lavikdb/lavik/services/data/script"
+	"github.com/lavikdb/lavik/services/data/tracking"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
 
@@ -60,6 +61,8 @@ type Server struct {
 	scripts  *script.Engine
 	// ps is the node's pub/sub registry (pubsub.go).
 	ps *pubsub.Registry
+	// track is client-side caching's tracker (tracking.go).
+	track *tracking.Tracker
 
 	// loopsMu guards loops and procsHeld (startLoops raised GOMAXPROCS for them) between
 	// Serve and Close; loopsStopped: Close stopped them, and no more may start.
@@ -105,6 +108,8 @@ func New(o Options) *Server {
 	if o.Replication != nil {
 		s.repl = o.Replication
 	}
+	s.track = s.newTracker()
+	s.track.SetMaxKeys(s.cfg.Int("tracking-table-max-keys"))
 	s.scripts = script.New(s.log)
 	fsys := vfs.Default
 	if s.ks != nil {
@@ -119,10 +124,16 @@ func New(o Options) *Server {
 		if s.ps.Notifying(pubsub.Expired) {
 			s.ps.NotifyKeyspace(pubsub.Expired, "expired", db, key)
 		}
+		if s.track.Active() {
+			s.track.Invalidate(0, [][]byte{key})
+		}
 	})
 	s.ks.SetEvictHook(func(db int, key []byte) {
 		if s.ps.Notifying(pubsub.Evicted) {
 			s.ps.NotifyKeyspace(pubsub.Evicted, "evicted", db, key)
+		}
+		if s.track.Active() {
+			s.track.Invalidate(0, [][]byte{key})
 		}
 	})
 	if s.ks != nil {
@@ -162,6 +173,8 @@ func (s *Server) ConfigChanged(name, value string) {
 		s.updateLimits()
 	case "requirepass":
 		s.authRequired.Store(value != "")
+	case "tracking-table-max-keys":
+		s.track.SetMaxKeys(s.cfg.Int(name))
 	case "appendfsync":
 		f, _ := vlog.ParseFsync(value)
 		s.ks.SetFsync(f)
@@ -333,6 +346,7 @@ func takeFd(nc net.Conn) (int, error) {
 func (s *Server) forget(c *conn) {
 	s.ks.Unwatch(nil, &c.cl.Watches)
 	s.ps.UnsubscribeAll(c.cl.Sub)
+	s.track.Disable(&c.cl.Tracking)
 	s.mu.Lock()
 	delete(s.clients, c.cl.ID)
 	delete(s.conns, c.cl.ID)
