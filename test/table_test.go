@@ -409,6 +409,19 @@ var tblSamples = []tblSample{
 	{name: "memory|stats", args: []string{"MEMORY", "STATS"}, want: tblArrayMin(2)},
 	{name: "memory|usage", setup: tblSetK("v"), args: []string{"MEMORY", "USAGE", "k"}, keys: tblK, want: tblIntIn(1, 1<<20)},
 	{name: "monitor", args: []string{"MONITOR"}, want: tblOK},
+	{name: "client|caching", args: []string{"CLIENT", "CACHING", "YES"}, want: tblCheck(tblWantErr)},
+	{name: "client|getredir", args: []string{"CLIENT", "GETREDIR"}, want: -1},
+	{name: "client|tracking", args: []string{"CLIENT", "TRACKING", "OFF"}, want: tblOK},
+	{name: "client|trackinginfo", args: []string{"CLIENT", "TRACKINGINFO"}, want: tblArrayMin(2)},
+	{name: "latency|graph", args: []string{"LATENCY", "GRAPH", "command"}, want: tblCheck(tblWantErr)},
+	{name: "latency|histogram", args: []string{"LATENCY", "HISTOGRAM", "set"}, want: tblCheck(func(v any) string {
+		if tblIsErr(v) {
+			return "want a reply, not an error"
+		}
+		return ""
+	})},
+	{name: "object|freq", setup: tblSetK("v"), args: []string{"OBJECT", "FREQ", "k"}, keys: tblK, want: tblCheck(tblWantErr)},
+	{name: "object|idletime", setup: tblSetK("v"), args: []string{"OBJECT", "IDLETIME", "k"}, keys: tblK, want: tblIntIn(0, 100)},
 	{name: "object|refcount", setup: tblSetK("v"), args: []string{"OBJECT", "REFCOUNT", "k"}, keys: tblK, want: 1},
 	{name: "slowlog"},
 	{name: "slowlog|get", args: []string{"SLOWLOG", "GET"}, want: tblCheck(func(v any) string {
@@ -1067,6 +1080,15 @@ func tblMatch(want, got any) string {
 	}
 	if !reflect.DeepEqual(want, got) {
 		return fmt.Sprintf("got %s, want %s", tblShow(got), tblShow(want))
+	}
+	return ""
+}
+
+// tblWantErr wants an error reply (a sample whose realistic use needs state the table does not
+// set up: tracking mode, latency samples, an LFU policy).
+func tblWantErr(v any) string {
+	if !tblIsErr(v) {
+		return "want an error"
 	}
 	return ""
 }
