@@ -132,6 +132,9 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 		tx.uniq = append(tx.uniq, b.keys[bk])
 	}
 	err = tx.commitLocked(se, b)
+	if err == nil && b.flushAll {
+		ks.resetDBMapLocked() // its keys went with InternalDB's (dbmap.go)
+	}
 	if err == nil && se.announced && len(se.effects) > 0 {
 		// Nothing written logged the effect: the EXEC's announced commands go alone (with
 		// the effects of its writes that wrote nothing, which a follower runs to the same

@@ -242,6 +242,7 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 		s.avgTTLMs.Store(0)
 	})
 	if err == nil {
+		ks.resetDBMapLocked() // its keys went with InternalDB's
 		ks.changedLocked(se, ks.sessNow(se), ks.shards...)
 	}
 	unlock()
