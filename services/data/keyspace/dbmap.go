@@ -56,9 +56,6 @@ type dbMapState struct {
 	keys [][]byte
 }
 
-// ErrSwapInExec is returned by swapDB inside an EXEC, which the keyspace does not support yet.
-var ErrSwapInExec = errors.New("keyspace: SWAPDB inside MULTI is not supported")
-
 // ErrDBRange is returned by swapDB for a database number outside the configured databases.
 var ErrDBRange = errors.New("keyspace: DB index is out of range")
 
@@ -107,6 +104,7 @@ func (ks *Keyspace) initDBMapKeys() {
 // loadDBMap reads the map back from the shards' keys (during Open).
 func (ks *Keyspace) loadDBMap() error {
 	ks.initDBMapKeys()
+	ks.dbm.cur.Store(identityDBMap()) // InternalDB, which the reads below name, is fixed
 	var got *dbMap
 	missing := 0
 	for s, k := range ks.dbm.keys {
@@ -150,6 +148,46 @@ func (ks *Keyspace) resetDBMapLocked() { ks.dbm.cur.Store(identityDBMap()) }
 // a shard's lock, or re-checks the map once it does.
 func (ks *Keyspace) physicalDB(db int) int { return int(ks.dbm.cur.Load()[uint8(db)]) }
 
+// mapOf returns the current map and the physical number of logical database db under it. A
+// caller that takes a shard's lock after it must check mapMoved once it holds it.
+func (ks *Keyspace) mapOf(db int) (*dbMap, uint8) {
+	m := ks.dbm.cur.Load()
+	return m, m[uint8(db)]
+}
+
+// mapMoved reports whether a swap replaced m. The caller holds a shard's lock, so the answer
+// stays true while it does.
+func (ks *Keyspace) mapMoved(m *dbMap) bool { return ks.dbm.cur.Load() != m }
+
+// rlockKey read-locks the shard of key of logical database db, under a map that cannot change
+// while the lock is held, and returns the key's physical database, hash and shard.
+func (ks *Keyspace) rlockKey(db int, key []byte) (p uint8, h uint64, s *shard) {
+	for {
+		m, p := ks.mapOf(db)
+		h = ks.hash(p, key)
+		s = ks.shardOf(h)
+		s.mu.RLock()
+		if !ks.mapMoved(m) {
+			return p, h, s
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// lockKey is rlockKey with the write lock.
+func (ks *Keyspace) lockKey(db int, key []byte) (p uint8, h uint64, s *shard) {
+	for {
+		m, p := ks.mapOf(db)
+		h = ks.hash(p, key)
+		s = ks.shardOf(h)
+		s.mu.Lock()
+		if !ks.mapMoved(m) {
+			return p, h, s
+		}
+		s.mu.Unlock()
+	}
+}
+
 // logicalDB is the logical database that physical database p is seen as.
 func (ks *Keyspace) logicalDB(p int) int {
 	m := ks.dbm.cur.Load()
@@ -161,18 +199,38 @@ func (ks *Keyspace) logicalDB(p int) int {
 	return p
 }
 
-// swapDB swaps logical databases a and b in the map (see the file comment for what does not
+// SwapDB swaps logical databases a and b in the map (see the file comment for what does not
 // consult it yet). It is atomic with respect to every keyspace operation (it holds every
 // shard's lock) and durable as one transaction; watchers of keys of either database are marked
 // dirty. Swapping a database with itself changes nothing.
-func (ks *Keyspace) swapDB(se *Session, a, b int) error {
+func (ks *Keyspace) SwapDB(se *Session, a, b int) error {
 	if a < 0 || b < 0 || a >= ks.opts.Databases || b >= ks.opts.Databases {
 		return ErrDBRange
 	}
-	if se.batch() != nil {
-		return ErrSwapInExec
-	}
 	if a == b {
+		return nil
+	}
+	keys := make([]Key, len(ks.dbm.keys))
+	for i, k := range ks.dbm.keys {
+		keys[i] = Key{DB: InternalDB, Key: k}
+	}
+	if eb := se.batch(); eb != nil {
+		// Inside an EXEC (every lock held): the new map is written with the EXEC's other
+		// writes, its commands from here on translate through it, and its commit installs it.
+		m := *ks.execMap(eb)
+		pa, pb := m[a], m[b]
+		m[a], m[b] = pb, pa
+		err := ks.updateBatch(se, eb, keys, func(tx *Tx) error {
+			for i := range keys {
+				tx.Put(i, m[:], 0, TypeString)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		eb.dbm = &m
+		eb.swaps = append(eb.swaps, [2]uint8{pa, pb})
 		return nil
 	}
 	unlock := ks.lockAll()
@@ -180,10 +238,6 @@ func (ks *Keyspace) swapDB(se *Session, a, b int) error {
 	m := *ks.dbm.cur.Load()
 	pa, pb := m[a], m[b]
 	m[a], m[b] = pb, pa
-	keys := make([]Key, len(ks.dbm.keys))
-	for i, k := range ks.dbm.keys {
-		keys[i] = Key{DB: InternalDB, Key: k}
-	}
 	tx := &Tx{ks: ks}
 	tx.setup(keys)
 	now := ks.sessNow(se)

@@ -58,7 +58,7 @@ func TestDBMapSwapsSurviveRestartsAndCrashes(t *testing.T) {
 				mustPut(t, ks, se, rng.IntN(16), "k"+string(rune('a'+rng.IntN(26))), "v", 0)
 			case r < 80:
 				a, b := rng.IntN(16), rng.IntN(16)
-				if err := ks.swapDB(se, a, b); err != nil {
+				if err := ks.SwapDB(se, a, b); err != nil {
 					t.Fatalf("seed %d: swapdb: %v", seed, err)
 				}
 				if err := se.Wait(); err != nil {
@@ -112,18 +112,18 @@ func TestSwapDBErrorsAndWatches(t *testing.T) {
 	defer mustClose(t, ks)
 	se := ks.NewSession()
 	for _, c := range [][2]int{{-1, 0}, {0, 16}, {16, 16}} {
-		if err := ks.swapDB(se, c[0], c[1]); !errors.Is(err, ErrDBRange) {
+		if err := ks.SwapDB(se, c[0], c[1]); !errors.Is(err, ErrDBRange) {
 			t.Fatalf("swapdb %v: %v, want ErrDBRange", c, err)
 		}
 	}
-	if err := ks.swapDB(se, 3, 3); err != nil || ks.physicalDB(3) != 3 {
+	if err := ks.SwapDB(se, 3, 3); err != nil || ks.physicalDB(3) != 3 {
 		t.Fatalf("swapdb 3 3: %v, db 3 is %d", err, ks.physicalDB(3))
 	}
 	var w0, w1, w2 Watches
 	ks.Watch(&w0, 0, []byte("a"))
 	ks.Watch(&w1, 1, []byte("missing"))
 	ks.Watch(&w2, 2, []byte("a"))
-	if err := ks.swapDB(se, 0, 1); err != nil {
+	if err := ks.SwapDB(se, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !w0.dirty.Load() || !w1.dirty.Load() || w2.dirty.Load() {
