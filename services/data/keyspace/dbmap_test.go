@@ -2,7 +2,10 @@ package keyspace
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/lavikdb/lavik/pkg/vfs"
@@ -32,11 +35,62 @@ func checkMap(t *testing.T, ks *Keyspace, want refMap, seed uint64, when string)
 	}
 }
 
-// TestDBMapSwapsSurviveRestartsAndCrashes swaps databases at random, between writes, FLUSHALLs
-// and restarts, and checks the map against a reference; at random points it takes a crash
-// clone of the file system (power loss in the middle of whatever runs, a swap included) and
-// checks that the reopened keyspace holds the map of before or after the operation that was
-// running, never anything else.
+// refData is the reference's data: the value of each key of each logical database.
+type refData [16]map[string]string
+
+func (d refData) clone() refData {
+	var c refData
+	for i, m := range d {
+		c[i] = maps.Clone(m)
+		if c[i] == nil {
+			c[i] = map[string]string{}
+		}
+	}
+	return c
+}
+
+// dataOf reads every key of every logical database through the keyspace's operations: Keys,
+// Get, DBSize and Info must all speak logical numbers.
+func dataOf(t *testing.T, ks *Keyspace) refData {
+	t.Helper()
+	var got refData
+	info := ks.Info(nil)
+	for db := range got {
+		got[db] = map[string]string{}
+		var keys []string
+		ks.Keys(nil, db, func(k []byte, _ Meta) { keys = append(keys, string(k)) })
+		for _, k := range keys {
+			v, _, ok := getString(t, ks, db, k)
+			if !ok {
+				t.Fatalf("db %d: key %q scanned but not found", db, k)
+			}
+			got[db][k] = v
+		}
+		if n := ks.DBSize(nil, db); n != int64(len(keys)) {
+			t.Fatalf("db %d: DBSize %d, Keys %d", db, n, len(keys))
+		}
+		if info[db].Keys != int64(len(keys)) {
+			t.Fatalf("db %d: Info says %d keys, Keys %d", db, info[db].Keys, len(keys))
+		}
+	}
+	return got
+}
+
+func sameData(a, b refData) bool {
+	for i := range a {
+		if !maps.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDBMapSwapsSurviveRestartsAndCrashes swaps databases at random (alone and inside EXECs,
+// with writes and FLUSHALLs around them), between writes, FLUSHDBs, FLUSHALLs and restarts, and
+// checks the map and every database's data against a reference; at random points it takes a
+// crash clone of the file system (power loss in the middle of whatever runs, a swap included)
+// and checks that the reopened keyspace holds the map and data of before or after the operation
+// that was running, never anything else.
 func TestDBMapSwapsSurviveRestartsAndCrashes(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -50,13 +104,29 @@ func TestDBMapSwapsSurviveRestartsAndCrashes(t *testing.T) {
 		ks := mustOpen(t, opts)
 		se := ks.NewSession()
 		want := identityRef()
+		data := refData{}.clone()
 		for op := 0; op < 300; op++ {
-			before := want
+			before, beforeData := want, data.clone()
 			cr.arm(rng, 30)
+			key := func() string { return "k" + string(rune('a'+rng.IntN(8))) }
 			switch r := rng.IntN(100); {
-			case r < 40:
-				mustPut(t, ks, se, rng.IntN(16), "k"+string(rune('a'+rng.IntN(26))), "v", 0)
-			case r < 80:
+			case r < 30:
+				db, k, v := rng.IntN(16), key(), "v"+strconv.Itoa(op)
+				mustPut(t, ks, se, db, k, v, 0)
+				data[db][k] = v
+			case r < 35:
+				db, k := rng.IntN(16), key()
+				if err := ks.Update(se, []Key{{DB: db, Key: []byte(k)}}, func(tx *Tx) error {
+					tx.Delete(0)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if err := se.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				delete(data[db], k)
+			case r < 65:
 				a, b := rng.IntN(16), rng.IntN(16)
 				if err := ks.SwapDB(se, a, b); err != nil {
 					t.Fatalf("seed %d: swapdb: %v", seed, err)
@@ -65,21 +135,68 @@ func TestDBMapSwapsSurviveRestartsAndCrashes(t *testing.T) {
 					t.Fatal(err)
 				}
 				want[a], want[b] = want[b], want[a]
-			case r < 83:
+				data[a], data[b] = data[b], data[a]
+			case r < 75:
+				// An EXEC: a write, a swap, a write to a swapped database, maybe a FLUSHALL
+				// before or after, committed as one.
+				a, b := rng.IntN(16), rng.IntN(16)
+				k1, k2, v := key(), key(), "x"+strconv.Itoa(op)
+				flush := rng.IntN(6)
+				var err error
+				ran, xerr := ks.Exec(se, nil, func() {
+					if flush == 0 {
+						err = errors.Join(err, ks.FlushAll(se))
+					}
+					err = errors.Join(err, ks.Put(se, a, []byte(k1), []byte(v), 0, TypeString))
+					err = errors.Join(err, ks.SwapDB(se, a, b))
+					err = errors.Join(err, ks.Put(se, a, []byte(k2), []byte(v), 0, TypeString))
+					if flush == 1 {
+						err = errors.Join(err, ks.FlushAll(se))
+					}
+				})
+				if xerr != nil || err != nil || !ran {
+					t.Fatalf("seed %d: exec: %v %v %v", seed, ran, xerr, err)
+				}
+				if err := se.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				if flush == 0 {
+					want, data = identityRef(), refData{}.clone()
+				}
+				data[a][k1] = v
+				want[a], want[b] = want[b], want[a]
+				data[a], data[b] = data[b], data[a]
+				data[a][k2] = v
+				if flush == 1 {
+					want, data = identityRef(), refData{}.clone()
+				}
+			case r < 78:
+				db := rng.IntN(16)
+				if err := ks.FlushDB(se, db); err != nil {
+					t.Fatal(err)
+				}
+				if err := se.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				data[db] = map[string]string{}
+			case r < 80:
 				if err := ks.FlushAll(se); err != nil {
 					t.Fatal(err)
 				}
-				want = identityRef()
-			case r < 93:
+				want, data = identityRef(), refData{}.clone()
+			case r < 92:
 				mustClose(t, ks)
 				ks = mustOpen(t, opts)
 				se = ks.NewSession()
 			default:
 				ks.Checkpoint() //nolint:errcheck // a failed checkpoint changes nothing
 			}
-			checkMap(t, ks, want, seed, "after op")
 			clone := cr.taken()
 			cr.disarm()
+			checkMap(t, ks, want, seed, "after op")
+			if got := dataOf(t, ks); !sameData(got, data) {
+				t.Fatalf("seed %d op %d: data %v, want %v", seed, op, got, data)
+			}
 			if clone == nil {
 				continue
 			}
@@ -95,8 +212,14 @@ func TestDBMapSwapsSurviveRestartsAndCrashes(t *testing.T) {
 					ok = false
 				}
 			}
-			if !ok {
-				checkMap(t, cks, want, seed, "after crash")
+			got := dataOf(t, cks)
+			if ok && sameData(got, beforeData) {
+				mustClose(t, cks)
+				continue
+			}
+			checkMap(t, cks, want, seed, "after crash")
+			if !sameData(got, data) {
+				t.Fatalf("seed %d op %d: after crash data %v, want %v or %v", seed, op, got, beforeData, data)
 			}
 			mustClose(t, cks)
 		}
@@ -134,5 +257,104 @@ func TestSwapDBErrorsAndWatches(t *testing.T) {
 	}
 	if ks.Fsync() != vlog.FsyncAlways {
 		t.Fatal("test options changed")
+	}
+}
+
+// TestSwapDBRacesOperations runs swaps of databases 0 and 1 against reads of several keys at
+// one instant and transactions over several keys: each must act on one database, the one its
+// number named at some instant, never on a mix of the two (run it with -race).
+func TestSwapDBRacesOperations(t *testing.T) {
+	ks := mustOpen(t, testOpts(vfs.NewMem(), newTestClock()))
+	defer mustClose(t, ks)
+	se := ks.NewSession()
+	for db, tag := range []string{"A", "B"} {
+		mustPut(t, ks, se, db, "tag", tag, 0)
+		mustPut(t, ks, se, db, "tag2", tag, 0)
+	}
+	done := make(chan struct{})
+	errc := make(chan error, 3)
+	go func() {
+		se := ks.NewSession()
+		var err error
+		for i := 0; i < 300 && err == nil; i++ {
+			err = ks.SwapDB(se, 0, 1)
+		}
+		close(done)
+		errc <- err
+	}()
+	go func() { // snapshot reads: both keys of one database
+		se := ks.NewSession()
+		keys := [][]byte{[]byte("tag"), []byte("tag2")}
+		for {
+			select {
+			case <-done:
+				errc <- nil
+				return
+			default:
+			}
+			var got [2]string
+			err := ks.MGet(se, 0, keys, true, func(i int, v Value, _ Meta, ok bool, err error) error {
+				b, _ := v.Bytes()
+				got[i] = string(b)
+				return err
+			}, nil)
+			if err != nil || got[0] != got[1] {
+				errc <- fmt.Errorf("mget of db 0: %q %v", got, err)
+				return
+			}
+		}
+	}()
+	go func() { // transactions: both keys of one database, rewritten together
+		se := ks.NewSession()
+		keys := []Key{{DB: 0, Key: []byte("tag")}, {DB: 0, Key: []byte("tag2")}}
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				errc <- nil
+				return
+			default:
+			}
+			err := ks.Update(se, keys, func(tx *Tx) error {
+				v, ok, err := tx.Value(0)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("tag missing")
+				}
+				w, _, err := tx.Value(1)
+				if err != nil {
+					return err
+				}
+				if string(v) != string(w) {
+					return fmt.Errorf("tx saw %q and %q", v, w)
+				}
+				nv := []byte(string(v[:1]) + strconv.Itoa(n))
+				tx.Put(0, nv, 0, TypeString)
+				tx.Put(1, nv, 0, TypeString)
+				return nil
+			})
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for range 3 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for db := range 2 {
+		a, _, _ := getString(t, ks, db, "tag")
+		b, _, _ := getString(t, ks, db, "tag2")
+		if a != b || a == "" {
+			t.Fatalf("db %d: tag %q tag2 %q", db, a, b)
+		}
+	}
+	a, _, _ := getString(t, ks, 0, "tag")
+	b, _, _ := getString(t, ks, 1, "tag")
+	if a[:1] == b[:1] {
+		t.Fatalf("databases mixed: %q %q", a, b)
 	}
 }
