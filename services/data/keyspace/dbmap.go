@@ -253,21 +253,36 @@ func (ks *Keyspace) SwapDB(se *Session, a, b int) error {
 	for _, s := range ks.shards {
 		// Every key now answers from the swapped state: reads depend on the swap.
 		s.changedAllLocked(s.log.AppendedLSN(), len(ks.shards) > 1)
-		s.touchDBsLocked(pa, pb)
+		ks.touchDBsLocked(s, pa, pb)
 	}
 	ks.changedLocked(se, now, ks.shards...)
 	return nil
 }
 
-// touchDBsLocked marks dirty the watchers of every key of physical databases a and b in the
-// shard. Redis marks only keys that exist in either database; marking them all can only fail
-// an EXEC Redis would run, never run one Redis would fail. The shard's write lock is held.
-func (s *shard) touchDBsLocked(a, b uint8) {
+// touchDBsLocked marks dirty the watchers in the shard of keys of physical databases a and b
+// that exist in either (Redis's touchAllWatchedKeysInDb: a key in neither reads the same after
+// the swap). Every shard's lock is held.
+func (ks *Keyspace) touchDBsLocked(s *shard, a, b uint8) {
 	for _, regs := range s.watched {
 		for _, r := range regs {
-			if r.db == a || r.db == b {
+			if r.db != a && r.db != b {
+				continue
+			}
+			other := a
+			if r.db == a {
+				other = b
+			}
+			if ks.inIndexLocked(r.db, r.key) || ks.inIndexLocked(other, r.key) {
 				r.w.dirty.Store(true)
 			}
 		}
 	}
+}
+
+// inIndexLocked reports whether physical database db has an entry of key (expired or not, as
+// Redis's dictFind). The key's shard lock is held.
+func (ks *Keyspace) inIndexLocked(db uint8, key []byte) bool {
+	h := ks.hash(db, key)
+	_, _, ok := ks.shardOf(h).ix.find(uint32(h), db, key)
+	return ok
 }

@@ -242,15 +242,20 @@ func TestSwapDBErrorsAndWatches(t *testing.T) {
 	if err := ks.SwapDB(se, 3, 3); err != nil || ks.physicalDB(3) != 3 {
 		t.Fatalf("swapdb 3 3: %v, db 3 is %d", err, ks.physicalDB(3))
 	}
-	var w0, w1, w2 Watches
-	ks.Watch(&w0, 0, []byte("a"))
-	ks.Watch(&w1, 1, []byte("missing"))
-	ks.Watch(&w2, 2, []byte("a"))
+	// As Redis: a watched key of either database is touched if it exists in either of them.
+	mustPut(t, ks, se, 0, "a", "v", 0)
+	mustPut(t, ks, se, 2, "a", "v", 0)
+	var w0, w1, w2, w3 Watches
+	ks.Watch(&w0, 0, []byte("a"))       // exists
+	ks.Watch(&w1, 1, []byte("missing")) // in neither: reads the same after the swap
+	ks.Watch(&w2, 2, []byte("a"))       // another database
+	ks.Watch(&w3, 1, []byte("a"))       // exists in the other database
 	if err := ks.SwapDB(se, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	if !w0.dirty.Load() || !w1.dirty.Load() || w2.dirty.Load() {
-		t.Fatalf("dirty after swapdb 0 1: %v %v %v, want true true false", w0.dirty.Load(), w1.dirty.Load(), w2.dirty.Load())
+	got := [4]bool{w0.dirty.Load(), w1.dirty.Load(), w2.dirty.Load(), w3.dirty.Load()}
+	if got != [4]bool{true, false, false, true} {
+		t.Fatalf("dirty after swapdb 0 1: %v, want [true false false true]", got)
 	}
 	if ks.physicalDB(0) != 1 || ks.physicalDB(1) != 0 {
 		t.Fatalf("map after swapdb 0 1: %d %d", ks.physicalDB(0), ks.physicalDB(1))

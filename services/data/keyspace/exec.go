@@ -155,7 +155,7 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 			for _, s := range ks.shards {
 				s.changedAllLocked(s.log.AppendedLSN(), len(ks.shards) > 1)
 				for _, sw := range b.swaps {
-					s.touchDBsLocked(sw[0], sw[1])
+					ks.touchDBsLocked(s, sw[0], sw[1])
 				}
 			}
 		}
