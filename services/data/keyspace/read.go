@@ -619,7 +619,7 @@ func (r *Reads) fill() {
 			r.ks.stats.hits.Add(1)
 		default:
 			r.ks.stats.hits.Add(1)
-			p.db, p.key, p.vlen = uint8(q.DB), q.Key, sn.vlen
+			p.db, p.key, p.vlen = sn.db, q.Key, sn.vlen
 			p.err = sn.s.log.PrepareReadOn(&p.rd, sn.loc, sn.size, r.eng)
 			p.ready = p.err == nil
 			if p.ready && p.rd.NeedsIO() {
