@@ -30,18 +30,25 @@ import (
 // learn it, and the collector must never reorder two swaps), and swapping the index entries
 // in memory (O(keys) under every lock, where Redis is O(1)).
 //
-// The map changes only under every shard's lock, so a caller holding any shard's lock sees it
-// stable; one that translated before taking a lock must check, once it holds it, that the map
-// is still the one it translated with (the pointer in dbMapState.cur changes with every swap).
+// Every operation that takes a database number translates it (logical to physical going in,
+// physical to logical for what it reports: expiry's DELs and hooks, eviction's, Info, a
+// snapshot's keys), so the numbers in the index, the records and the replication stream never
+// mix. The map changes only under every shard's lock, so a caller holding any shard's lock sees
+// it stable; one that translated before taking a lock checks, once it holds it, that the map is
+// still the one it translated with (the pointer in dbMapState.cur changes with every swap), and
+// translates again if not (rlockKey, lockKey, rlockKeys, Update). An operation that takes locks
+// one at a time (DBSize, Info) sums again if a swap came among them; SCAN translates per shard,
+// so a scan across a swap goes on in the database its number now names, as in Redis, where
+// the cursor then walks the other dictionary. An EXEC holds every lock and translates through
+// its own map (execBatch.dbm): a FLUSHALL in it makes that the identity and a SWAPDB swaps two
+// of its entries (writing the map keys with the EXEC's other writes), so the commands after
+// them see what they did, and the commit installs it.
 //
-// Not done yet, and why swapDB is unexported and no command calls it: the operations that take
-// a database number (reads, Update and its Tx, FlushDB, scans, DBSize, Info, Watch, expiry's
-// DELs and hook, the snapshot a full resync ships) still use it as the physical number. Each
-// must translate through the map (logical to physical going in, physical to logical for what
-// it reports) and re-check it under its shard lock; an EXEC must translate with the identity
-// after a FLUSHALL in it, and must carry a swap in its overlay (Redis allows SWAPDB in MULTI).
-// Until all of that is in, a swap would change nothing a client sees, so SWAPDB stays out of
-// the command table.
+// Rejected, now that the operations are written: rewriting the database byte of every index
+// entry of the two databases under every lock, with translation only at recovery. The hash,
+// and so the shard and slot of a key, depends on its database, so that would move every entry
+// between shards and slots (O(keys) under every lock), and the records would still carry the
+// old number.
 
 // dbMap maps logical database numbers to physical ones: a permutation that fixes InternalDB.
 type dbMap [MaxDatabases]uint8
@@ -56,7 +63,7 @@ type dbMapState struct {
 	keys [][]byte
 }
 
-// ErrDBRange is returned by swapDB for a database number outside the configured databases.
+// ErrDBRange is returned by SwapDB for a database number outside the configured databases.
 var ErrDBRange = errors.New("keyspace: DB index is out of range")
 
 func identityDBMap() *dbMap {
@@ -199,10 +206,10 @@ func (ks *Keyspace) logicalDB(p int) int {
 	return p
 }
 
-// SwapDB swaps logical databases a and b in the map (see the file comment for what does not
-// consult it yet). It is atomic with respect to every keyspace operation (it holds every
-// shard's lock) and durable as one transaction; watchers of keys of either database are marked
-// dirty. Swapping a database with itself changes nothing.
+// SwapDB swaps logical databases a and b in the map: SWAPDB. It is atomic with respect to
+// every keyspace operation (it holds every shard's lock) and durable as one transaction;
+// watchers of keys of either database that exist in either are marked dirty. Inside an EXEC it
+// joins the EXEC's transaction. Swapping a database with itself changes nothing.
 func (ks *Keyspace) SwapDB(se *Session, a, b int) error {
 	if a < 0 || b < 0 || a >= ks.opts.Databases || b >= ks.opts.Databases {
 		return ErrDBRange
