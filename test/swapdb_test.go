@@ -306,3 +306,37 @@ func TestSwapDBReplicated(t *testing.T) {
 	waitInSync(t, pc, f2c)
 	assertSameData(t, pc, f2c, 3)
 }
+
+// TestSwapDBInScriptServesBlockedClient: a SWAPDB a script runs wakes the blocked clients too.
+func TestSwapDBInScriptServesBlockedClient(t *testing.T) {
+	s := harness.Start(t)
+	ctx := context.Background()
+	c0, c1 := s.Client(), s.ClientOpts(&redis.Options{DB: 1})
+	if err := c1.RPush(ctx, "q", "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []string, 1)
+	go func() {
+		b := s.Client()
+		defer b.Close()
+		v, err := b.BLPop(ctx, 10*time.Second, "q").Result()
+		if err != nil {
+			v = []string{"error", err.Error()}
+		}
+		got <- v
+	}()
+	harness.Eventually(t, 5*time.Second, "the client blocks", func() bool {
+		return strings.Contains(c0.Info(ctx, "clients").Val(), "blocked_clients:1")
+	})
+	if err := c0.Eval(ctx, "return redis.call('SWAPDB', 0, 1)", nil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if strings.Join(v, ",") != "q,hello" {
+			t.Fatalf("BLPOP got %v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("BLPOP not served by a script's SWAPDB")
+	}
+}

@@ -118,6 +118,10 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 		add(cmd, args)
 	}
 	for _, k := range wrote {
+		if k.AllKeys {
+			swapped = append(swapped, k.DB) // a script's SWAPDB
+			continue
+		}
 		keys = append(keys, blockKey(k.DB, k.Key))
 	}
 	if len(swapped) > 0 {
