@@ -242,10 +242,12 @@ func TestSwapDBInMulti(t *testing.T) {
 		t.Fatal(err)
 	}
 	var get *redis.StringCmd
+	var idle *redis.DurationCmd
 	_, err := c0.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, "before", "1", 0)
 		p.Do(ctx, "SWAPDB", 0, 1)
 		get = p.Get(ctx, "from1")
+		idle = p.ObjectIdleTime(ctx, "from1") // found in the swapped database
 		p.Set(ctx, "after", "2", 0)
 		return nil
 	})
@@ -254,6 +256,9 @@ func TestSwapDBInMulti(t *testing.T) {
 	}
 	if get.Val() != "v" {
 		t.Fatalf("GET in the transaction after SWAPDB: %q", get.Val())
+	}
+	if idle.Err() != nil {
+		t.Fatalf("OBJECT IDLETIME in the transaction after SWAPDB: %v", idle.Err())
 	}
 	if c1.Get(ctx, "before").Val() != "1" || c0.Get(ctx, "after").Val() != "2" || c0.Get(ctx, "from1").Val() != "v" {
 		t.Fatalf("after EXEC: db1 before=%q db0 after=%q db0 from1=%q", c1.Get(ctx, "before").Val(), c0.Get(ctx, "after").Val(), c0.Get(ctx, "from1").Val())
