@@ -1451,6 +1451,35 @@ func runClient(t *testing.T, name string, args ...string) map[string]any {
 	return out
 }
 
+// runPythonClient runs clients/python/<script> PORT with Debian's python3 and redis-py (the
+// test is skipped, or fails under CI, when they are missing) and returns its JSON summary.
+func runPythonClient(t *testing.T, script, port string) map[string]any {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		clientMissing(t, "%s is missing: the redis-py test needs Debian's python3 and python3-redis", python)
+	}
+	if out, err := exec.Command(python, "-c", "import redis").CombinedOutput(); err != nil {
+		clientMissing(t, "redis-py is not installed for %s (apt-get install python3-redis): %s", python, bytes.TrimSpace(out))
+	}
+	return runClient(t, python, filepath.Join("clients", "python", script), port)
+}
+
+// runNodeClient runs clients/node/<script> PORT with Node.js and ioredis and returns its JSON
+// summary.
+func runNodeClient(t *testing.T, script, port string) map[string]any {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		clientMissing(t, "node is not installed: the ioredis test needs Node.js (apt-get install nodejs npm)")
+	}
+	dir := filepath.Join("clients", "node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ioredis", "package.json")); err != nil {
+		clientMissing(t, "ioredis is not installed: run npm ci --prefix test/clients/node")
+	}
+	return runClient(t, node, filepath.Join(dir, script), port)
+}
+
 // TestTransactionClientLibraries runs the transaction programs of clients/: redis-py
 // (pipeline(transaction=True), transaction() with its WATCH retry loop, WatchError, errors
 // inside EXEC, EXECABORT) and ioredis (multi().exec(), multi({pipeline: false}), a null exec()
@@ -1461,27 +1490,12 @@ func TestTransactionClientLibraries(t *testing.T) {
 	_, port, _ := net.SplitHostPort(s.Addr)
 
 	t.Run("redis-py", func(t *testing.T) {
-		const python = "/usr/bin/python3"
-		if _, err := os.Stat(python); err != nil {
-			clientMissing(t, "%s is missing: the redis-py test needs Debian's python3 and python3-redis", python)
-		}
-		if out, err := exec.Command(python, "-c", "import redis").CombinedOutput(); err != nil {
-			clientMissing(t, "redis-py is not installed for %s (apt-get install python3-redis): %s", python, bytes.TrimSpace(out))
-		}
-		out := runClient(t, python, filepath.Join("clients", "python", "tx.py"), port)
+		out := runPythonClient(t, "tx.py", port)
 		t.Logf("redis-py %v: %v", out["redis_py"], out)
 	})
 
 	t.Run("ioredis", func(t *testing.T) {
-		node, err := exec.LookPath("node")
-		if err != nil {
-			clientMissing(t, "node is not installed: the ioredis test needs Node.js (apt-get install nodejs npm)")
-		}
-		dir := filepath.Join("clients", "node")
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "ioredis", "package.json")); err != nil {
-			clientMissing(t, "ioredis is not installed: run npm ci --prefix test/clients/node")
-		}
-		out := runClient(t, node, filepath.Join(dir, "tx.js"), port)
+		out := runNodeClient(t, "tx.js", port)
 		t.Logf("ioredis %v: %v", out["ioredis"], out)
 	})
 }

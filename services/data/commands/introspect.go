@@ -565,32 +565,9 @@ func objectRefcountCmd(c *Ctx) {
 // COMMAND GETKEYSANDFLAGS: the keys of a command line with the flags of the key spec each
 // comes from (RW, RO or OW for a destination).
 func commandGetkeysandflagsCmd(c *Ctx) {
-	args := c.Args[2:]
-	cmd := Lookup(args[0])
-	if cmd != nil && cmd.Subcommands != nil && len(args) > 1 {
-		cmd = cmd.LookupSub(args[1])
-	}
-	if cmd == nil {
-		c.Err(Error("ERR Invalid command specified"))
+	args, cmd, pos, ok := commandKeys(c)
+	if !ok {
 		return
-	}
-	if cmd.FirstKey == 0 && cmd.Keys == nil {
-		c.Err(Error("ERR The command has no key arguments"))
-		return
-	}
-	if !cmd.CheckArity(len(args)) {
-		c.Err(Error("ERR Invalid number of arguments specified for command"))
-		return
-	}
-	var pos []int
-	if cmd.Keys != nil {
-		var err error
-		if pos, err = cmd.Keys(args); err != nil || len(pos) == 0 {
-			c.Err(Error("ERR Invalid arguments specified for command"))
-			return
-		}
-	} else {
-		pos = cmd.KeyIndexes(len(args))
 	}
 	c.W.Array(len(pos))
 	for i, p := range pos {

@@ -512,33 +512,42 @@ func commandListCmd(c *Ctx) {
 	}
 }
 
-func commandGetkeysCmd(c *Ctx) {
-	args := c.Args[2:]
-	cmd := Lookup(args[0])
+// commandKeys resolves COMMAND GETKEYS' and GETKEYSANDFLAGS' arguments: the command line
+// (from argument 2), its command and the positions of its keys in it; ok false when an error
+// was replied.
+func commandKeys(c *Ctx) (args [][]byte, cmd *Command, pos []int, ok bool) {
+	args = c.Args[2:]
+	cmd = Lookup(args[0])
 	if cmd != nil && cmd.Subcommands != nil && len(args) > 1 {
 		cmd = cmd.LookupSub(args[1])
 	}
 	if cmd == nil {
 		c.Err(Error("ERR Invalid command specified"))
-		return
+		return nil, nil, nil, false
 	}
 	if cmd.FirstKey == 0 && cmd.Keys == nil {
 		c.Err(Error("ERR The command has no key arguments"))
-		return
+		return nil, nil, nil, false
 	}
 	if !cmd.CheckArity(len(args)) {
 		c.Err(Error("ERR Invalid number of arguments specified for command"))
-		return
+		return nil, nil, nil, false
 	}
-	var pos []int
-	if cmd.Keys != nil {
-		var err error
-		if pos, err = cmd.Keys(args); err != nil || len(pos) == 0 {
-			c.Err(Error("ERR Invalid arguments specified for command"))
-			return
-		}
-	} else {
-		pos = cmd.KeyIndexes(len(args))
+	if cmd.Keys == nil {
+		return args, cmd, cmd.KeyIndexes(len(args)), true
+	}
+	pos, err := cmd.Keys(args)
+	if err != nil || len(pos) == 0 {
+		c.Err(Error("ERR Invalid arguments specified for command"))
+		return nil, nil, nil, false
+	}
+	return args, cmd, pos, true
+}
+
+func commandGetkeysCmd(c *Ctx) {
+	args, _, pos, ok := commandKeys(c)
+	if !ok {
+		return
 	}
 	c.W.Array(len(pos))
 	for _, p := range pos {
