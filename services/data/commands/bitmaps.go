@@ -128,7 +128,7 @@ func getbitCmd(c *Ctx) {
 		return
 	}
 	var bit int64
-	_, err = readStringRange(c, c.Args[1], func(n int64) (int64, int64) {
+	found, err := readStringRange(c, c.Args[1], func(n int64) (int64, int64) {
 		if off>>3 >= n {
 			return 0, 0
 		}
@@ -139,6 +139,9 @@ func getbitCmd(c *Ctx) {
 		}
 		return nil
 	})
+	if !found && err == nil {
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -199,6 +202,7 @@ func bitcountCmd(c *Ctx) {
 	// As in Redis 7.0 the key is looked up first: a missing key counts 0 whatever the range.
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
+		c.KeyMiss(c.Args[1])
 		c.W.Int(0)
 		return
 	}
@@ -276,6 +280,7 @@ func bitposCmd(c *Ctx) {
 	}
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
+		c.KeyMiss(c.Args[1])
 		// A missing key is an endless run of zeros.
 		c.W.Int(map[bool]int64{true: -1, false: 0}[want == 1])
 		return
@@ -373,12 +378,14 @@ func bitopCmd(c *Ctx) {
 		keys = append(keys, kspKey{DB: c.DB(), Key: k})
 	}
 	var maxLen int
+	var missed []int // the sources found missing, up to the first of another type
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 		vals := make([][]byte, len(srcs))
-		maxLen = 0
+		maxLen, missed = 0, missed[:0]
 		for i := range srcs {
 			m, ok := tx.Meta(i + 1)
 			if !ok {
+				missed = append(missed, i)
 				continue
 			}
 			if m.Type != typeString {
@@ -421,6 +428,10 @@ func bitopCmd(c *Ctx) {
 		tx.Put(0, out, 0, typeString|keyspace.RawHint)
 		return nil
 	})
+	// The sources are read (lookupKeyRead), the destination is not.
+	for _, i := range missed {
+		c.KeyMiss(srcs[i])
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -636,9 +647,11 @@ func bitfieldGeneric(c *Ctx, ro bool) {
 		return
 	}
 	var out []bitfieldReply
+	var missed bool
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
 		out = out[:0]
 		m, exists := tx.Meta(0)
+		missed = readonly && !exists
 		if exists && m.Type != typeString {
 			return ErrWrongType
 		}
@@ -718,6 +731,11 @@ func bitfieldGeneric(c *Ctx, ro bool) {
 		}
 		return nil
 	})
+	if missed {
+		// Only GETs: Redis looks the key up for reading (lookupKeyRead); with a SET or INCRBY
+		// for writing, which states nothing.
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return

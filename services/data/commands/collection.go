@@ -18,13 +18,15 @@ type collection interface {
 }
 
 // readValue reads the collection of type typ at key for a command that only reads it: found
-// false when the key does not exist, ErrWrongType when it holds another type.
+// false when the key does not exist (a lookupKeyRead that missed: it states "keymiss"),
+// ErrWrongType when it holds another type.
 func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) (T, error)) (v T, found bool, err error) {
 	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) {
 		switch {
 		case p.Err != nil:
 			return v, false, p.Err
 		case !p.Found:
+			c.KeyMiss(key)
 			return v, false, nil
 		case p.Meta.Type != typ:
 			return v, false, ErrWrongType
@@ -46,6 +48,9 @@ func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) 
 		v, err = decode(bytes.Clone(b))
 		return err
 	})
+	if !found && err == nil {
+		c.KeyMiss(key)
+	}
 	return v, found && err == nil, err
 }
 

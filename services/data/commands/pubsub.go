@@ -223,6 +223,20 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 	}
 }
 
+// KeyMiss states the event "keymiss" (class m) about key of the client's database: a read of
+// the command found no such key (or an expired one), as Redis's lookupKey states it for every
+// lookupKeyRead that misses. Redis states it once per lookup, so a command that looks a key up
+// twice (XREAD) or several keys (MGET, SUNION, BITOP) states one per lookup that missed; the
+// lookups of write commands (lookupKeyWrite: INCR, LPOP, SREM, ...) and OBJECT's state none. A
+// handler calls it where Redis's command looks the key up for reading, and before the events of
+// its writes (GETSET states keymiss, then new and set). While class m is off (the default, and
+// not part of A) it costs one atomic load.
+func (c *Ctx) KeyMiss(key []byte) {
+	if c.PS.Notifying(pubsub.KeyMiss) {
+		c.PS.NotifyKeyspaceHeld(c.Held, pubsub.KeyMiss, "keymiss", c.DB(), key)
+	}
+}
+
 // NotifyNew states the event "new" about key of database db: for the commands that put a key
 // there in Redis by deleting and adding it (RENAME's and COPY ... REPLACE's destination), or
 // that state it before an event about another key (MOVE). The keyspace's own record of the

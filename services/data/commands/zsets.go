@@ -622,9 +622,10 @@ func zpopCmd(c *Ctx, max bool) {
 		count, nested = n, true
 	}
 	if count == 0 {
-		// Still WRONGTYPE for a key of another type.
-		if _, err := readZSet(c, c.Args[1]); err != nil {
-			c.Err(err)
+		// Still WRONGTYPE for a key of another type; Redis looks the key up for writing
+		// (lookupKeyWrite), so a missing one states no "keymiss".
+		if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1]); ok && m.Type != typeZSet {
+			c.Err(ErrWrongType)
 			return
 		}
 		c.W.Array(0)
