@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -116,6 +117,33 @@ func txValues[T collection](tx *keyspace.Tx, n int, typ uint8, decode func([]byt
 		return nil, need
 	}
 	return out, nil
+}
+
+// txMissing lists the keys first..first+n-1 of tx that do not exist, in order, up to the first
+// whose type is none of types (where Redis's command stops with WRONGTYPE, having looked up
+// those before it): the misses of a command that reads several keys (SINTER, ZUNIONSTORE, ...)
+// for stateMisses. It is called inside the transaction's function, which may run more than once,
+// and its result kept for after the commit, so that each miss is stated once.
+func txMissing(tx *keyspace.Tx, first, n int, types ...uint8) []int {
+	var out []int
+	for i := first; i < first+n; i++ {
+		m, ok := tx.Meta(i)
+		if !ok {
+			out = append(out, i)
+			continue
+		}
+		if !slices.Contains(types, m.Type) {
+			break
+		}
+	}
+	return out
+}
+
+// stateMisses states keymiss about the keys of positions missed (txMissing) of keys.
+func stateMisses(c *Ctx, keys []kspKey, missed []int) {
+	for _, i := range missed {
+		c.KeyMiss(keys[i].Key)
+	}
 }
 
 // changeEach is SADD, SREM, HDEL and ZREM: change (add or remove) for every member argument of

@@ -230,11 +230,21 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 // lookups of write commands (lookupKeyWrite: INCR, LPOP, SREM, ...) and OBJECT's state none. A
 // handler calls it where Redis's command looks the key up for reading, and before the events of
 // its writes (GETSET states keymiss, then new and set). While class m is off (the default, and
-// not part of A) it costs one atomic load.
+// not part of A) it costs one atomic load. A parked blocking command run again (Retrying) states
+// none: Redis serves a blocked client through lookupKeyWrite.
 func (c *Ctx) KeyMiss(key []byte) {
-	if c.PS.Notifying(pubsub.KeyMiss) {
+	if c.PS.Notifying(pubsub.KeyMiss) && !c.Retrying {
 		c.PS.NotifyKeyspaceHeld(c.Held, pubsub.KeyMiss, "keymiss", c.DB(), key)
 	}
+}
+
+// keyMissAt returns a function stating keymiss about c.Args[first+i], for a read of several
+// keys that reports its misses by position (keyspace.Exists); nil while class m is off.
+func (c *Ctx) keyMissAt(first int) func(i int) {
+	if !c.PS.Notifying(pubsub.KeyMiss) {
+		return nil
+	}
+	return func(i int) { c.KeyMiss(c.Args[first+i]) }
 }
 
 // NotifyNew states the event "new" about key of database db: for the commands that put a key

@@ -135,6 +135,9 @@ func lookupByPattern(c *Ctx, pat, elem []byte) ([]byte, bool, error) {
 	if err == ErrWrongType {
 		return nil, false, nil
 	}
+	if !found && err == nil {
+		c.KeyMiss(key) // a lookupKeyRead that missed, as readFields' for "->field"
+	}
 	return out, found && err == nil, err
 }
 
@@ -168,6 +171,9 @@ func sortGeneric(c *Ctx, ro bool) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	var elems [][]byte
 	isSet, native := false, true
+	if !ok {
+		c.KeyMiss(c.Args[1]) // with STORE too: Redis looks the source up for reading
+	}
 	if ok {
 		switch m.Type {
 		case typeList:

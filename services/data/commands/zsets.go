@@ -523,8 +523,10 @@ func zrangestoreCmd(c *Ctx) {
 		return
 	}
 	var n int
+	var missed []int
 	keys := []kspKey{{DB: c.DB(), Key: c.Args[1]}, {DB: c.DB(), Key: c.Args[2]}}
 	err = c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 1, 1, typeZSet)
 		src := newZSet()
 		if m, ok := tx.Meta(1); ok {
 			if m.Type != typeZSet {
@@ -545,6 +547,7 @@ func zrangestoreCmd(c *Ctx) {
 		n = dst.len()
 		return putValue(tx, 0, dst, 0, typeZSet)
 	})
+	stateMisses(c, keys, missed)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1067,7 +1070,9 @@ func zopCmd(c *Ctx, op zsetOp) {
 	}
 	ks := dbKeys(c, a.keys)
 	var res *zsetValue
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 0, len(ks), typeZSet, typeSet)
 		sets, err := txZSources(tx, 0, len(ks))
 		if err != nil {
 			return err
@@ -1078,6 +1083,7 @@ func zopCmd(c *Ctx, op zsetOp) {
 		res = combineZ(op, sets, a)
 		return nil
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1100,7 +1106,9 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		ks = append(ks, kspKey{DB: c.DB(), Key: k})
 	}
 	var n int
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 1, len(a.keys), typeZSet, typeSet)
 		sets, err := txZSources(tx, 1, len(a.keys))
 		if err != nil {
 			return err
@@ -1116,6 +1124,7 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		n = res.len()
 		return putValue(tx, 0, res, 0, typeZSet)
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1161,7 +1170,9 @@ func zintercardCmd(c *Ctx) {
 	}
 	ks := dbKeys(c, c.Args[2:2+numkeys])
 	var n int64
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 0, len(ks), typeZSet, typeSet)
 		sets, err := txZSources(tx, 0, len(ks))
 		if err != nil {
 			return err
@@ -1169,6 +1180,7 @@ func zintercardCmd(c *Ctx) {
 		n = int64(combineZ(zInter, sets, zopArgs{agg: "sum"}).len())
 		return nil
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
