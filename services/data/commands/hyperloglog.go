@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const (
@@ -81,6 +82,9 @@ func pfaddCmd(c *Ctx) {
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if updated {
+		c.Notify(pubsub.String, "pfadd", c.Args[1])
 	}
 	c.W.Int(b2i(updated))
 }
@@ -210,5 +214,6 @@ func pfmergeCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.String, "pfadd", c.Args[1]) // whether or not the merge changed it, as Redis
 	c.OK()
 }
