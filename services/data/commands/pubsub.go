@@ -223,6 +223,20 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 	}
 }
 
+// notifyStore states the event of a command that stored a result of n elements (or bytes) in
+// key: event (its own name: ZUNIONSTORE's "zunionstore", SORT's "sortstore", BITOP's "set") when
+// it stored some, or "del" when an empty result removed what the key held, and nothing when
+// the key was and stays missing, as Redis's store commands (setKey, or dbDelete of the
+// destination). The removal is the keyspace's record (TakeKey), kept while class g is on.
+func notifyStore(c *Ctx, class pubsub.Class, event string, key []byte, n int) {
+	switch {
+	case n > 0:
+		c.Notify(class, event, key)
+	case c.Sess.TakeKey(c.DB(), key, false):
+		c.Notify(pubsub.Generic, "del", key)
+	}
+}
+
 // KeyMiss states the event "keymiss" (class m) about key of the client's database: a read of
 // the command found no such key (or an expired one), as Redis's lookupKey states it for every
 // lookupKeyRead that misses. Redis states it once per lookup, so a command that looks a key up

@@ -17,6 +17,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 func init() {
@@ -342,6 +343,7 @@ func sortGeneric(c *Ctx, ro bool) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.List, "sortstore", a.store, len(out))
 	c.W.Int(int64(len(out)))
 }
 

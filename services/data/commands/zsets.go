@@ -552,7 +552,7 @@ func zrangestoreCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
-	notifyStore(c, pubsub.ZSet, n)
+	notifyStore(c, pubsub.ZSet, c.Cmd.Name, c.Args[1], n)
 	c.W.Int(int64(n))
 }
 
@@ -1129,7 +1129,7 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		c.Err(err)
 		return
 	}
-	notifyStore(c, pubsub.ZSet, n)
+	notifyStore(c, pubsub.ZSet, c.Cmd.Name, c.Args[1], n)
 	c.W.Int(int64(n))
 }
 
@@ -1221,15 +1221,3 @@ func zscanCmd(c *Ctx) {
 
 func zcountCmd(c *Ctx)    { zcountGeneric(c, rangeScore) }
 func zlexcountCmd(c *Ctx) { zcountGeneric(c, rangeLex) }
-
-// notifyStore states the event of a command that stored n elements in key 1 (ZUNIONSTORE,
-// ZRANGESTORE, ...): its own name when it stored some, or "del" when an empty result removed
-// what the key held, as Redis.
-func notifyStore(c *Ctx, class pubsub.Class, n int) {
-	switch {
-	case n > 0:
-		c.Notify(class, c.Cmd.Name, c.Args[1])
-	case c.Sess.TakeKey(c.DB(), c.Args[1], false):
-		c.Notify(pubsub.Generic, "del", c.Args[1])
-	}
-}
