@@ -234,7 +234,23 @@ func setnxCmd(c *Ctx) {
 }
 
 // notifySet states SET's events: "set", and "expire" when it gave the key a time to live.
+//
+// A time already past (EXAT or PXAT) leaves no key here, where Redis 7.0 stores the key and
+// expires it at its next lookup or expire cycle: so the events are Redis's whole sequence,
+// "new" when there was no key (not the keyspace's record, as nothing was created), "set",
+// "expire", then "expired" at once, in place of the "del" of the key the write replaced.
 func notifySet(c *Ctx, key []byte, expireAt int64) {
+	if expireAt != 0 && expireAt <= c.Now() {
+		if !c.Sess.TakeKey(c.DB(), key, false) {
+			c.NotifyNew(c.DB(), key)
+		}
+		c.Notify(pubsub.String, "set", key)
+		c.Notify(pubsub.Generic, "expire", key)
+		if c.PS.Notifying(pubsub.Expired) {
+			c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Expired, "expired", c.DB(), key)
+		}
+		return
+	}
 	c.Notify(pubsub.String, "set", key)
 	if expireAt != 0 {
 		c.Notify(pubsub.Generic, "expire", key)
