@@ -189,8 +189,8 @@ type notifyCase struct {
 }
 
 // notifyTable lists, family by family, Redis 7.0's keyspace events for the commands Lavik has
-// (notifyKeyspaceEvent in t_string.c, t_list.c, t_hash.c, t_set.c, t_zset.c, t_stream.c, db.c
-// and expire.c). Each row starts from empty databases.
+// (notifyKeyspaceEvent in t_string.c, t_list.c, t_hash.c, t_set.c, t_zset.c, t_stream.c, db.c,
+// expire.c, bitops.c, sort.c and geo.c). Each row starts from empty databases.
 var notifyTable = []notifyCase{
 	// Strings.
 	{nil, []any{"SET", "s", "v"}, []string{"0:new:s", "0:set:s"}},
@@ -219,6 +219,27 @@ var notifyTable = []notifyCase{
 	{nil, []any{"INCR", "n"}, []string{"0:new:n", "0:incrby:n"}},
 	{[][]any{{"SET", "n", "1"}}, []any{"DECRBY", "n", "3"}, []string{"0:incrby:n"}},
 	{[][]any{{"SET", "n", "1"}}, []any{"INCRBYFLOAT", "n", "1.5"}, []string{"0:incrbyfloat:n"}},
+	// A time already past: Redis stores the key and states "expired" at its next lookup (here
+	// EXISTS, in the same script); Lavik stores none and states "expired" at once.
+	{nil, []any{"EVAL", "redis.call('SET', KEYS[1], 'v', 'PXAT', 1) return redis.call('EXISTS', KEYS[1])", "1", "s"}, []string{"0:new:s", "0:set:s", "0:expire:s", "0:expired:s"}},
+	{[][]any{{"SET", "s", "v"}}, []any{"EVAL", "redis.call('SET', KEYS[1], 'w', 'EXAT', 1, 'XX') return redis.call('EXISTS', KEYS[1])", "1", "s"}, []string{"0:set:s", "0:expire:s", "0:expired:s"}},
+
+	// Bitmaps: SETBIT and BITFIELD state "setbit" when a bit changed or the string was created
+	// or grew; BITOP "set", or "del" when an empty result removed the destination.
+	{nil, []any{"SETBIT", "b", "7", "0"}, []string{"0:new:b", "0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "1", "0"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "8", "0"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "7", "0"}, nil},
+	{nil, []any{"BITFIELD", "b", "SET", "u8", "0", "0"}, []string{"0:new:b", "0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"BITFIELD", "b", "INCRBY", "u8", "0", "1", "SET", "u8", "0", "120"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"BITFIELD", "b", "SET", "u8", "0", "120", "INCRBY", "i8", "0", "0"}, nil},
+	{[][]any{{"BITFIELD", "b", "SET", "u8", "0", "255"}}, []any{"BITFIELD", "b", "OVERFLOW", "SAT", "INCRBY", "u8", "0", "1"}, nil},
+	{nil, []any{"BITFIELD", "b", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "10"}, []string{"0:new:b"}},
+	{nil, []any{"BITFIELD", "b", "GET", "u8", "0"}, nil},
+	{[][]any{{"SET", "a", "x"}, {"SET", "b", "y"}}, []any{"BITOP", "AND", "d", "a", "b"}, []string{"0:new:d", "0:set:d"}},
+	{[][]any{{"SET", "a", "x"}, {"SET", "d", "x"}}, []any{"BITOP", "XOR", "d", "a", "d"}, []string{"0:set:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"BITOP", "OR", "d", "a", "b"}, []string{"0:del:d"}},
+	{nil, []any{"BITOP", "NOT", "d", "a"}, nil},
 
 	// Generic.
 	{[][]any{{"SET", "a", "1"}, {"SET", "b", "1"}}, []any{"DEL", "a", "x", "b"}, []string{"0:del:a", "0:del:b"}},
@@ -243,6 +264,11 @@ var notifyTable = []notifyCase{
 	{[][]any{{"SET", "a", "1"}}, []any{"MOVE", "a", "3"}, []string{"3:new:a", "0:move_from:a", "3:move_to:a"}},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"MOVE", "a", "3"}, nil},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"FLUSHDB"}, nil},
+	{[][]any{{"RPUSH", "l", "2", "1"}}, []any{"SORT", "l", "STORE", "d"}, []string{"0:new:d", "0:sortstore:d"}},
+	{[][]any{{"RPUSH", "l", "2", "1"}}, []any{"SORT", "l", "STORE", "l"}, []string{"0:sortstore:l"}},
+	{[][]any{{"RPUSH", "l", "2", "1"}, {"SET", "d", "x"}}, []any{"SORT", "l", "LIMIT", "5", "5", "STORE", "d"}, []string{"0:del:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"SORT", "l", "STORE", "d"}, []string{"0:del:d"}},
+	{nil, []any{"SORT", "l", "STORE", "d"}, nil},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"FLUSHALL"}, nil},
 
 	// Lists.
@@ -328,6 +354,16 @@ var notifyTable = []notifyCase{
 	{[][]any{{"ZADD", "z", "1", "a"}, {"ZADD", "y", "1", "b"}, {"ZADD", "d", "1", "c"}}, []any{"ZINTERSTORE", "d", "2", "z", "y"}, []string{"0:del:d"}},
 	{[][]any{{"ZADD", "z", "1", "a", "2", "b"}, {"ZADD", "y", "1", "b"}}, []any{"ZDIFFSTORE", "d", "2", "z", "y"}, []string{"0:new:d", "0:zdiffstore:d"}},
 	{nil, []any{"ZDIFFSTORE", "d", "1", "z"}, nil},
+
+	// Geo: GEOADD is ZADD; the searches that store state their own event or "del".
+	{nil, []any{"GEOADD", "g", "13.36", "38.11", "p"}, []string{"0:new:g", "0:zadd:g"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEOADD", "g", "13.36", "38.11", "p"}, nil},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "13.36", "38.11", "BYRADIUS", "10", "km", "STOREDIST"}, []string{"0:new:d", "0:geosearchstore:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}, {"SET", "d", "x"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "10", "km"}, []string{"0:del:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "10", "km"}, []string{"0:del:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEORADIUS", "g", "13.36", "38.11", "10", "km", "STORE", "d"}, []string{"0:new:d", "0:georadiusstore:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}, {"SET", "d", "x"}}, []any{"GEORADIUS", "g", "0", "0", "10", "km", "STOREDIST", "d"}, []string{"0:del:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEORADIUSBYMEMBER", "g", "p", "10", "km", "STORE", "d"}, []string{"0:new:d", "0:georadiusstore:d"}},
 
 	// Streams.
 	{nil, []any{"XADD", "x", "1-1", "f", "v"}, []string{"0:new:x", "0:xadd:x"}},
