@@ -177,3 +177,34 @@ func TestReplKeymissOnFollower(t *testing.T) {
 		t.Fatalf("after the follower's reads: %q, want only the marker", got)
 	}
 }
+
+// TestReplNotifySetPastTime checks a follower's events for a SET whose time has already passed:
+// set, expire, then del, as a Redis replica states when its primary's expiry of the key (here
+// forced by the EXISTS) reaches it; Lavik's primary stores no such key and its follower states
+// the del as it applies the SET.
+func TestReplNotifySetPastTime(t *testing.T) {
+	_, _, pc, fc := replPair(t)
+	ctx := harness.Ctx(t)
+	if err := fc.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := fc.PSubscribe(ctx, "__keyevent@*")
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Do(ctx, "SET", "s", "v", "PXAT", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pc.Exists(ctx, "s").Val(); n != 0 {
+		t.Fatalf("EXISTS s = %d after SET ... PXAT 1", n)
+	}
+	pc.Publish(ctx, "__keyevent@0__:marker", "m")
+	want := []string{"__keyevent@0__:set=s", "__keyevent@0__:expire=s", "__keyevent@0__:del=s", "__keyevent@0__:marker=m"}
+	if got := receiveN(t, ps, len(want)); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("follower's events\n%q\nwant\n%q", got, want)
+	}
+	if n := fc.Exists(ctx, "s").Val(); n != 0 {
+		t.Fatalf("EXISTS s on the follower = %d", n)
+	}
+}

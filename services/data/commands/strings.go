@@ -238,7 +238,9 @@ func setnxCmd(c *Ctx) {
 // A time already past (EXAT or PXAT) leaves no key here, where Redis 7.0 stores the key and
 // expires it at its next lookup or expire cycle: so the events are Redis's whole sequence,
 // "new" when there was no key (not the keyspace's record, as nothing was created), "set",
-// "expire", then "expired" at once, in place of the "del" of the key the write replaced.
+// "expire", then "expired" at once, in place of the "del" of the key the write replaced. A
+// follower applying the SET (Held set: only the applier of the primary's stream has it) states
+// "del" instead of "expired", as a Redis replica does when the primary's expiry reaches it.
 func notifySet(c *Ctx, key []byte, expireAt int64) {
 	if expireAt != 0 && expireAt <= c.Now() {
 		if !c.Sess.TakeKey(c.DB(), key, false) {
@@ -246,7 +248,10 @@ func notifySet(c *Ctx, key []byte, expireAt int64) {
 		}
 		c.Notify(pubsub.String, "set", key)
 		c.Notify(pubsub.Generic, "expire", key)
-		if c.PS.Notifying(pubsub.Expired) {
+		switch {
+		case c.Held != nil && c.PS.Notifying(pubsub.Generic):
+			c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Generic, "del", c.DB(), key)
+		case c.Held == nil && c.PS.Notifying(pubsub.Expired):
 			c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Expired, "expired", c.DB(), key)
 		}
 		return
