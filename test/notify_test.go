@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -188,8 +189,8 @@ type notifyCase struct {
 }
 
 // notifyTable lists, family by family, Redis 7.0's keyspace events for the commands Lavik has
-// (notifyKeyspaceEvent in t_string.c, t_list.c, t_hash.c, t_set.c, t_zset.c, t_stream.c, db.c
-// and expire.c). Each row starts from empty databases.
+// (notifyKeyspaceEvent in t_string.c, t_list.c, t_hash.c, t_set.c, t_zset.c, t_stream.c, db.c,
+// expire.c, bitops.c, sort.c and geo.c). Each row starts from empty databases.
 var notifyTable = []notifyCase{
 	// Strings.
 	{nil, []any{"SET", "s", "v"}, []string{"0:new:s", "0:set:s"}},
@@ -218,6 +219,27 @@ var notifyTable = []notifyCase{
 	{nil, []any{"INCR", "n"}, []string{"0:new:n", "0:incrby:n"}},
 	{[][]any{{"SET", "n", "1"}}, []any{"DECRBY", "n", "3"}, []string{"0:incrby:n"}},
 	{[][]any{{"SET", "n", "1"}}, []any{"INCRBYFLOAT", "n", "1.5"}, []string{"0:incrbyfloat:n"}},
+	// A time already past: Redis stores the key and states "expired" at its next lookup (here
+	// EXISTS, in the same script); Lavik stores none and states "expired" at once.
+	{nil, []any{"EVAL", "redis.call('SET', KEYS[1], 'v', 'PXAT', 1) return redis.call('EXISTS', KEYS[1])", "1", "s"}, []string{"0:new:s", "0:set:s", "0:expire:s", "0:expired:s"}},
+	{[][]any{{"SET", "s", "v"}}, []any{"EVAL", "redis.call('SET', KEYS[1], 'w', 'EXAT', 1, 'XX') return redis.call('EXISTS', KEYS[1])", "1", "s"}, []string{"0:set:s", "0:expire:s", "0:expired:s"}},
+
+	// Bitmaps: SETBIT and BITFIELD state "setbit" when a bit changed or the string was created
+	// or grew; BITOP "set", or "del" when an empty result removed the destination.
+	{nil, []any{"SETBIT", "b", "7", "0"}, []string{"0:new:b", "0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "1", "0"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "8", "0"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"SETBIT", "b", "7", "0"}, nil},
+	{nil, []any{"BITFIELD", "b", "SET", "u8", "0", "0"}, []string{"0:new:b", "0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"BITFIELD", "b", "INCRBY", "u8", "0", "1", "SET", "u8", "0", "120"}, []string{"0:setbit:b"}},
+	{[][]any{{"SET", "b", "x"}}, []any{"BITFIELD", "b", "SET", "u8", "0", "120", "INCRBY", "i8", "0", "0"}, nil},
+	{[][]any{{"BITFIELD", "b", "SET", "u8", "0", "255"}}, []any{"BITFIELD", "b", "OVERFLOW", "SAT", "INCRBY", "u8", "0", "1"}, nil},
+	{nil, []any{"BITFIELD", "b", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "10"}, []string{"0:new:b"}},
+	{nil, []any{"BITFIELD", "b", "GET", "u8", "0"}, nil},
+	{[][]any{{"SET", "a", "x"}, {"SET", "b", "y"}}, []any{"BITOP", "AND", "d", "a", "b"}, []string{"0:new:d", "0:set:d"}},
+	{[][]any{{"SET", "a", "x"}, {"SET", "d", "x"}}, []any{"BITOP", "XOR", "d", "a", "d"}, []string{"0:set:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"BITOP", "OR", "d", "a", "b"}, []string{"0:del:d"}},
+	{nil, []any{"BITOP", "NOT", "d", "a"}, nil},
 
 	// Generic.
 	{[][]any{{"SET", "a", "1"}, {"SET", "b", "1"}}, []any{"DEL", "a", "x", "b"}, []string{"0:del:a", "0:del:b"}},
@@ -242,6 +264,11 @@ var notifyTable = []notifyCase{
 	{[][]any{{"SET", "a", "1"}}, []any{"MOVE", "a", "3"}, []string{"3:new:a", "0:move_from:a", "3:move_to:a"}},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"MOVE", "a", "3"}, nil},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"FLUSHDB"}, nil},
+	{[][]any{{"RPUSH", "l", "2", "1"}}, []any{"SORT", "l", "STORE", "d"}, []string{"0:new:d", "0:sortstore:d"}},
+	{[][]any{{"RPUSH", "l", "2", "1"}}, []any{"SORT", "l", "STORE", "l"}, []string{"0:sortstore:l"}},
+	{[][]any{{"RPUSH", "l", "2", "1"}, {"SET", "d", "x"}}, []any{"SORT", "l", "LIMIT", "5", "5", "STORE", "d"}, []string{"0:del:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"SORT", "l", "STORE", "d"}, []string{"0:del:d"}},
+	{nil, []any{"SORT", "l", "STORE", "d"}, nil},
 	{[][]any{{"SET", "a", "1"}, {"SELECT", "3"}, {"SET", "a", "2"}, {"SELECT", "0"}}, []any{"FLUSHALL"}, nil},
 
 	// Lists.
@@ -328,6 +355,16 @@ var notifyTable = []notifyCase{
 	{[][]any{{"ZADD", "z", "1", "a", "2", "b"}, {"ZADD", "y", "1", "b"}}, []any{"ZDIFFSTORE", "d", "2", "z", "y"}, []string{"0:new:d", "0:zdiffstore:d"}},
 	{nil, []any{"ZDIFFSTORE", "d", "1", "z"}, nil},
 
+	// Geo: GEOADD is ZADD; the searches that store state their own event or "del".
+	{nil, []any{"GEOADD", "g", "13.36", "38.11", "p"}, []string{"0:new:g", "0:zadd:g"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEOADD", "g", "13.36", "38.11", "p"}, nil},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "13.36", "38.11", "BYRADIUS", "10", "km", "STOREDIST"}, []string{"0:new:d", "0:geosearchstore:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}, {"SET", "d", "x"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "10", "km"}, []string{"0:del:d"}},
+	{[][]any{{"SET", "d", "x"}}, []any{"GEOSEARCHSTORE", "d", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "10", "km"}, []string{"0:del:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEORADIUS", "g", "13.36", "38.11", "10", "km", "STORE", "d"}, []string{"0:new:d", "0:georadiusstore:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}, {"SET", "d", "x"}}, []any{"GEORADIUS", "g", "0", "0", "10", "km", "STOREDIST", "d"}, []string{"0:del:d"}},
+	{[][]any{{"GEOADD", "g", "13.36", "38.11", "p"}}, []any{"GEORADIUSBYMEMBER", "g", "p", "10", "km", "STORE", "d"}, []string{"0:new:d", "0:georadiusstore:d"}},
+
 	// Streams.
 	{nil, []any{"XADD", "x", "1-1", "f", "v"}, []string{"0:new:x", "0:xadd:x"}},
 	{nil, []any{"XADD", "x", "NOMKSTREAM", "1-1", "f", "v"}, nil},
@@ -352,16 +389,137 @@ var notifyTable = []notifyCase{
 	{[][]any{{"XADD", "x", "1-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "0"}, {"XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"}}, []any{"XAUTOCLAIM", "x", "g", "d", "0", "0"}, []string{"0:xgroup-createconsumer:x"}},
 }
 
+// notifyKeymissTable lists Redis 7.0's "keymiss" events (class m), run with every other class
+// on too (EAnm), so that their order among a command's other events shows: Redis's lookupKey
+// states one for every read lookup (lookupKeyRead) that finds no key, so a command states one
+// per missing key it reads, and one per lookup when it looks a key up twice (XREAD); the lookups
+// of writes (lookupKeyWrite) and OBJECT's state none. Checked against redis-server 7.0.15.
+var notifyKeymissTable = []notifyCase{
+	// Strings and bitmaps.
+	{nil, []any{"GET", "k"}, []string{"0:keymiss:k"}},
+	{[][]any{{"SET", "k", "v"}}, []any{"GET", "k"}, nil},
+	{[][]any{{"RPUSH", "k", "v"}}, []any{"GET", "k"}, nil}, // WRONGTYPE: the key is there
+	{nil, []any{"GETRANGE", "k", "0", "1"}, []string{"0:keymiss:k"}},
+	{nil, []any{"STRLEN", "k"}, []string{"0:keymiss:k"}},
+	{[][]any{{"SET", "b", "1"}}, []any{"MGET", "a", "b", "c"}, []string{"0:keymiss:a", "0:keymiss:c"}},
+	{nil, []any{"MGET", "a", "a"}, []string{"0:keymiss:a", "0:keymiss:a"}},
+	{nil, []any{"GETSET", "k", "v"}, []string{"0:keymiss:k", "0:new:k", "0:set:k"}},
+	{nil, []any{"SET", "k", "v", "GET"}, []string{"0:keymiss:k", "0:new:k", "0:set:k"}},
+	{nil, []any{"GETDEL", "k"}, []string{"0:keymiss:k"}},
+	{nil, []any{"GETEX", "k", "EX", "100"}, []string{"0:keymiss:k"}},
+	{nil, []any{"INCR", "k"}, []string{"0:new:k", "0:incrby:k"}},
+	{nil, []any{"APPEND", "k", "x"}, []string{"0:new:k", "0:append:k"}},
+	{[][]any{{"SET", "a", "x"}}, []any{"LCS", "a", "b"}, []string{"0:keymiss:b"}},
+	{nil, []any{"GETBIT", "b", "1"}, []string{"0:keymiss:b"}},
+	{nil, []any{"BITCOUNT", "b"}, []string{"0:keymiss:b"}},
+	{nil, []any{"BITPOS", "b", "1"}, []string{"0:keymiss:b"}},
+	{nil, []any{"BITFIELD_RO", "b", "GET", "u8", "0"}, []string{"0:keymiss:b"}},
+	{nil, []any{"BITOP", "AND", "d", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+
+	// Generic: EXISTS, TYPE and the TTL family look keys up for reading too; OBJECT does not.
+	{[][]any{{"SET", "b", "1"}}, []any{"EXISTS", "a", "b", "c"}, []string{"0:keymiss:a", "0:keymiss:c"}},
+	{nil, []any{"TOUCH", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{nil, []any{"TYPE", "k"}, []string{"0:keymiss:k"}},
+	{nil, []any{"TTL", "k"}, []string{"0:keymiss:k"}},
+	{nil, []any{"PTTL", "k"}, []string{"0:keymiss:k"}},
+	{nil, []any{"EXPIRETIME", "k"}, []string{"0:keymiss:k"}},
+	{nil, []any{"OBJECT", "ENCODING", "k"}, nil},
+	{nil, []any{"OBJECT", "REFCOUNT", "k"}, nil},
+	{nil, []any{"SCAN", "0"}, nil},
+	{nil, []any{"DEL", "k"}, nil},
+	{nil, []any{"EXPIRE", "k", "100"}, nil},
+	{nil, []any{"COPY", "a", "b"}, []string{"0:keymiss:a"}},
+	{[][]any{{"SELECT", "3"}}, []any{"GET", "k"}, []string{"3:keymiss:k"}},
+	{[][]any{{"SELECT", "0"}}, []any{"SORT", "l"}, []string{"0:keymiss:l"}},
+	{[][]any{{"RPUSH", "l", "1", "2"}}, []any{"SORT", "l", "BY", "w_*", "GET", "o_*"}, []string{"0:keymiss:w_1", "0:keymiss:w_2", "0:keymiss:o_1", "0:keymiss:o_2"}},
+	{nil, []any{"EVAL", "return redis.call('GET', KEYS[1])", "1", "k"}, []string{"0:keymiss:k"}},
+
+	// Hashes.
+	{nil, []any{"HGET", "h", "f"}, []string{"0:keymiss:h"}},
+	{nil, []any{"HGETALL", "h"}, []string{"0:keymiss:h"}},
+	{nil, []any{"HEXISTS", "h", "f"}, []string{"0:keymiss:h"}},
+	{nil, []any{"HLEN", "h"}, []string{"0:keymiss:h"}},
+	{[][]any{{"HSET", "h", "f", "v"}}, []any{"HGET", "h", "g"}, nil}, // a missing field is no miss
+	{nil, []any{"HDEL", "h", "f"}, nil},
+	{nil, []any{"HINCRBY", "h", "f", "1"}, []string{"0:new:h", "0:hincrby:h"}},
+
+	// Lists.
+	{nil, []any{"LRANGE", "l", "0", "-1"}, []string{"0:keymiss:l"}},
+	{nil, []any{"LLEN", "l"}, []string{"0:keymiss:l"}},
+	{nil, []any{"LINDEX", "l", "0"}, []string{"0:keymiss:l"}},
+	{nil, []any{"LPOS", "l", "a"}, []string{"0:keymiss:l"}},
+	{nil, []any{"LPOP", "l"}, nil},
+	{nil, []any{"LMOVE", "l", "m", "LEFT", "RIGHT"}, nil},
+	{nil, []any{"LPUSHX", "l", "a"}, nil},
+
+	// Sets.
+	{nil, []any{"SMEMBERS", "s"}, []string{"0:keymiss:s"}},
+	{nil, []any{"SISMEMBER", "s", "a"}, []string{"0:keymiss:s"}},
+	{nil, []any{"SCARD", "s"}, []string{"0:keymiss:s"}},
+	{nil, []any{"SRANDMEMBER", "s", "2"}, []string{"0:keymiss:s"}},
+	{[][]any{{"SADD", "a", "1"}}, []any{"SUNION", "a", "b", "c"}, []string{"0:keymiss:b", "0:keymiss:c"}},
+	{nil, []any{"SINTER", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{nil, []any{"SINTERSTORE", "d", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{nil, []any{"SREM", "s", "a"}, nil},
+	{nil, []any{"SPOP", "s"}, nil},
+	{nil, []any{"SMOVE", "a", "b", "x"}, nil},
+
+	// Sorted sets and geo.
+	{nil, []any{"ZRANGE", "z", "0", "-1"}, []string{"0:keymiss:z"}},
+	{nil, []any{"ZSCORE", "z", "a"}, []string{"0:keymiss:z"}},
+	{nil, []any{"ZCARD", "z"}, []string{"0:keymiss:z"}},
+	{nil, []any{"ZRANK", "z", "a"}, []string{"0:keymiss:z"}},
+	{nil, []any{"ZUNION", "2", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{nil, []any{"ZUNIONSTORE", "d", "2", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{nil, []any{"ZRANGESTORE", "d", "z", "0", "-1"}, []string{"0:keymiss:z"}},
+	{nil, []any{"ZPOPMIN", "z"}, nil},
+	{nil, []any{"ZPOPMIN", "z", "0"}, nil},
+	{nil, []any{"ZREM", "z", "a"}, nil},
+	{nil, []any{"GEOPOS", "g", "a"}, []string{"0:keymiss:g"}},
+	{nil, []any{"GEODIST", "g", "a", "b"}, []string{"0:keymiss:g"}},
+	{nil, []any{"GEOSEARCH", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "10", "km"}, []string{"0:keymiss:g"}},
+
+	// HyperLogLog: PFCOUNT and PFMERGE read every key, PFMERGE's destination first.
+	{nil, []any{"PFCOUNT", "h"}, []string{"0:keymiss:h"}},
+	{nil, []any{"PFCOUNT", "a", "b"}, []string{"0:keymiss:a", "0:keymiss:b"}},
+	{[][]any{{"PFADD", "a", "x"}}, []any{"PFMERGE", "d", "a", "b"}, []string{"0:keymiss:d", "0:keymiss:b", "0:new:d", "0:pfadd:d"}},
+	{nil, []any{"PFADD", "h", "a"}, []string{"0:new:h", "0:pfadd:h"}},
+	{[][]any{{"PFADD", "h", "a"}}, []any{"PFADD", "h", "a"}, nil},
+
+	// Streams: XREAD looks each key up twice.
+	{nil, []any{"XRANGE", "x", "-", "+"}, []string{"0:keymiss:x"}},
+	{nil, []any{"XLEN", "x"}, []string{"0:keymiss:x"}},
+	{[][]any{{"XADD", "a", "1-1", "f", "v"}}, []any{"XREAD", "STREAMS", "a", "b", "0", "0"}, []string{"0:keymiss:b", "0:keymiss:b"}},
+	{nil, []any{"XINFO", "STREAM", "x"}, []string{"0:keymiss:x"}},
+	{nil, []any{"XACK", "x", "g", "1-1"}, []string{"0:keymiss:x"}},
+	{nil, []any{"XPENDING", "x", "g"}, []string{"0:keymiss:x"}},
+	{nil, []any{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"}, []string{"0:keymiss:x"}},
+	{nil, []any{"XDEL", "x", "1-1"}, nil},
+	{nil, []any{"XTRIM", "x", "MAXLEN", "1"}, nil},
+}
+
 // TestNotifyEventTable runs notifyTable: each command's keyspace events, in order, on the
 // __keyevent channels of every database.
 func TestNotifyEventTable(t *testing.T) {
+	runNotifyTable(t, "EAn", notifyTable, false)
+}
+
+// TestNotifyKeymissTable runs notifyKeymissTable with class m on as well. Its commands may
+// answer an error (WRONGTYPE, NOGROUP, no such key): what it checks is their events.
+func TestNotifyKeymissTable(t *testing.T) {
+	runNotifyTable(t, "EAnm", notifyKeymissTable, true)
+}
+
+// runNotifyTable runs the rows of table with notify-keyspace-events set to flags; with errOK a
+// command may answer an error other than an unknown command's.
+func runNotifyTable(t *testing.T, flags string, table []notifyCase, errOK bool) {
 	s := harness.Start(t)
 	ctx := harness.Ctx(t)
 	// One connection runs setup and commands (SELECT sticks to it).
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
 	defer c.Close()
-	until := eventsUntilMarker(t, s, c)
-	for _, tc := range notifyTable {
+	until := eventsUntilMarkerFlags(t, s, c, flags)
+	for _, tc := range table {
 		if err := c.FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +529,8 @@ func TestNotifyEventTable(t *testing.T) {
 			}
 		}
 		until()
-		if err := c.Do(ctx, tc.cmd...).Err(); err != nil && err != redis.Nil {
+		if err := c.Do(ctx, tc.cmd...).Err(); err != nil && err != redis.Nil &&
+			(!errOK || strings.HasPrefix(err.Error(), "ERR unknown command")) {
 			t.Fatalf("%v: %v", tc.cmd, err)
 		}
 		if got := until(); strings.Join(got, " ") != strings.Join(tc.want, " ") {
@@ -384,8 +543,13 @@ func TestNotifyEventTable(t *testing.T) {
 // __keyevent channels of every database and returns a function that publishes a marker with c
 // and returns the events (db:event:key) received before it.
 func eventsUntilMarker(t *testing.T, s *harness.Server, c *redis.Client) func() []string {
+	return eventsUntilMarkerFlags(t, s, c, "EAn")
+}
+
+// eventsUntilMarkerFlags is eventsUntilMarker with notify-keyspace-events set to flags.
+func eventsUntilMarkerFlags(t *testing.T, s *harness.Server, c *redis.Client, flags string) func() []string {
 	ctx := harness.Ctx(t)
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", "EAn").Err(); err != nil {
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", flags).Err(); err != nil {
 		t.Fatal(err)
 	}
 	ps := s.Client().PSubscribe(ctx, "__keyevent@*")
@@ -456,5 +620,144 @@ func TestNotifyBlockedServed(t *testing.T) {
 		if got := until(); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("%v served by %v: events %q, want %q", tc.block, tc.push, got, tc.want)
 		}
+	}
+}
+
+// keyEvents subscribes to the keyspace and keyevent channels of every database of s and
+// returns a function that publishes a marker with c and returns the messages (channel=payload)
+// received before it.
+func keyEvents(t *testing.T, s *harness.Server, c *redis.Client) func() []string {
+	ctx := harness.Ctx(t)
+	ps := s.Client().PSubscribe(ctx, "__keyspace@*", "__keyevent@*")
+	t.Cleanup(func() { ps.Close() })
+	for range 2 {
+		if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() []string {
+		t.Helper()
+		if err := c.Publish(ctx, "__keyevent@99__:marker", "m").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for {
+			m, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+			if err != nil {
+				t.Fatalf("after %v: %v", out, err)
+			}
+			msg, ok := m.(*redis.Message)
+			if !ok {
+				continue
+			}
+			if msg.Channel == "__keyevent@99__:marker" {
+				return out
+			}
+			out = append(out, msg.Channel+"="+msg.Payload)
+		}
+	}
+}
+
+// TestNotifyKeymissClasses checks which notify-keyspace-events values publish "keymiss": only
+// those with m and K or E (A does not include m), on the channels K and E name; and that reads
+// inside MULTI publish them too.
+func TestNotifyKeymissClasses(t *testing.T) {
+	s := harness.Start(t)
+	ctx := harness.Ctx(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
+	defer c.Close()
+	until := keyEvents(t, s, c)
+	for _, tc := range []struct {
+		flags string
+		want  []string
+	}{
+		{"", nil},
+		{"KEA", nil},
+		{"KEAn", nil},
+		{"m", nil}, // neither K nor E
+		{"Em", []string{"__keyevent@0__:keymiss=k"}},
+		{"Km", []string{"__keyspace@0__:k=keymiss"}},
+		{"KEm", []string{"__keyspace@0__:k=keymiss", "__keyevent@0__:keymiss=k"}},
+	} {
+		if err := c.ConfigSet(ctx, "notify-keyspace-events", tc.flags).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, "k").Err(); err != redis.Nil {
+			t.Fatalf("GET k: %v", err)
+		}
+		if got := until(); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("flags %q: GET of a missing key published %q, want %q", tc.flags, got, tc.want)
+		}
+	}
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "a")
+		p.MGet(ctx, "b", "c")
+		p.Set(ctx, "d", "1", 0)
+		return nil
+	}); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	want := "__keyspace@0__:a=keymiss __keyevent@0__:keymiss=a __keyspace@0__:b=keymiss __keyevent@0__:keymiss=b " +
+		"__keyspace@0__:c=keymiss __keyevent@0__:keymiss=c"
+	if got := until(); strings.Join(got, " ") != want {
+		t.Errorf("MULTI GET a, MGET b c, SET d, EXEC published %q, want %q", got, want)
+	}
+}
+
+// TestNotifyKeymissPipelinedGets checks the GETs an event loop answers in a batch (a pipeline
+// of many GETs, some of missing keys): one "keymiss" per GET that missed,
+// in order, and none for those that found their key.
+func TestNotifyKeymissPipelinedGets(t *testing.T) {
+	s := harness.Start(t)
+	ctx := harness.Ctx(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
+	defer c.Close()
+	const n = 300
+	p := c.Pipeline()
+	for i := 0; i < n; i += 3 {
+		p.Set(ctx, fmt.Sprint("k", i), "v", 0)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	until := keyEvents(t, s, c)
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Em").Err(); err != nil {
+		t.Fatal(err)
+	}
+	until()
+	for round := 0; round < 2; round++ {
+		p = c.Pipeline()
+		var want []string
+		for i := 0; i < n; i++ {
+			k := fmt.Sprint("k", i)
+			p.Get(ctx, k)
+			if i%3 != 0 {
+				want = append(want, "__keyevent@0__:keymiss="+k)
+			}
+		}
+		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		got := until()
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d GETs of which %d missed published %d keymiss events", round, n, len(want), len(got))
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("round %d: keymiss events out of order:\n%q\nwant\n%q", round, got, want)
+		}
+	}
+	// With m off the same pipeline publishes nothing.
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p = c.Pipeline()
+	for i := 0; i < n; i++ {
+		p.Get(ctx, fmt.Sprint("k", i))
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	if got := until(); len(got) != 0 {
+		t.Fatalf("with KEA the GETs published %q", got)
 	}
 }

@@ -138,3 +138,73 @@ func TestReplPublishToFollower(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestReplKeymissOnFollower checks that a follower publishes "keymiss" for the reads its own
+// clients make there (a GET answered in a batch, a command's read, EXISTS), as a Redis replica
+// does, and none for the writes it applies from its primary.
+func TestReplKeymissOnFollower(t *testing.T) {
+	_, _, pc, fc := replPair(t)
+	ctx := harness.Ctx(t)
+	if err := fc.ConfigSet(ctx, "notify-keyspace-events", "Em").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := fc.PSubscribe(ctx, "__keyevent@*")
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pc.Set(ctx, "a", "1", 0)
+	pc.Incr(ctx, "n") // a write's lookup of a missing key states nothing, here or there
+	waitInSync(t, pc, fc)
+	p := fc.Pipeline()
+	p.Get(ctx, "a")
+	p.Get(ctx, "b")
+	p.HGet(ctx, "h", "f")
+	p.Exists(ctx, "a", "c")
+	p.Get(ctx, "n")
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	want := []string{"__keyevent@0__:keymiss=b", "__keyevent@0__:keymiss=h", "__keyevent@0__:keymiss=c"}
+	if got := receiveN(t, ps, len(want)); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("follower's events\n%q\nwant\n%q", got, want)
+	}
+	// Nothing else came: the next message is the marker.
+	if err := fc.Publish(ctx, "__keyevent@99__:marker", "m").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveN(t, ps, 1); got[0] != "__keyevent@99__:marker=m" {
+		t.Fatalf("after the follower's reads: %q, want only the marker", got)
+	}
+}
+
+// TestReplNotifySetPastTime checks a follower's events for a SET whose time has already passed:
+// set, expire, then del, as a Redis replica states when its primary's expiry of the key (here
+// forced by the EXISTS) reaches it; Lavik's primary stores no such key and its follower states
+// the del as it applies the SET.
+func TestReplNotifySetPastTime(t *testing.T) {
+	_, _, pc, fc := replPair(t)
+	ctx := harness.Ctx(t)
+	if err := fc.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := fc.PSubscribe(ctx, "__keyevent@*")
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Do(ctx, "SET", "s", "v", "PXAT", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := pc.Exists(ctx, "s").Val(); n != 0 {
+		t.Fatalf("EXISTS s = %d after SET ... PXAT 1", n)
+	}
+	pc.Publish(ctx, "__keyevent@0__:marker", "m")
+	want := []string{"__keyevent@0__:set=s", "__keyevent@0__:expire=s", "__keyevent@0__:del=s", "__keyevent@0__:marker=m"}
+	if got := receiveN(t, ps, len(want)); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("follower's events\n%q\nwant\n%q", got, want)
+	}
+	if n := fc.Exists(ctx, "s").Val(); n != 0 {
+		t.Fatalf("EXISTS s on the follower = %d", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"math/bits"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const (
@@ -90,10 +91,14 @@ func setbitCmd(c *Ctx) {
 	}
 	on := c.Args[3][0] == '1'
 	var old int64
+	var changed bool
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
-		if m, ok := tx.Meta(0); ok && m.Type != typeString {
+		m, ok := tx.Meta(0)
+		if ok && m.Type != typeString {
 			return ErrWrongType
 		}
+		// As Redis 7.0: a write that creates or grows the string, or flips the bit, is news.
+		changed = !ok || int64(m.Len) <= off>>3
 		b, err := tx.ReadAt(0, off>>3, 1)
 		if err != nil {
 			return err
@@ -111,12 +116,16 @@ func setbitCmd(c *Ctx) {
 		if on {
 			nb |= mask
 		}
+		changed = changed || nb != cur
 		// Of a large string only the chunk holding the byte is read and written again.
 		return tx.WriteAt(0, off>>3, []byte{nb}, typeString|keyspace.RawHint)
 	})
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	if changed {
+		c.Notify(pubsub.String, "setbit", c.Args[1])
 	}
 	c.W.Int(old)
 }
@@ -128,7 +137,7 @@ func getbitCmd(c *Ctx) {
 		return
 	}
 	var bit int64
-	_, err = readStringRange(c, c.Args[1], func(n int64) (int64, int64) {
+	found, err := readStringRange(c, c.Args[1], func(n int64) (int64, int64) {
 		if off>>3 >= n {
 			return 0, 0
 		}
@@ -139,6 +148,9 @@ func getbitCmd(c *Ctx) {
 		}
 		return nil
 	})
+	if !found && err == nil {
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -199,6 +211,7 @@ func bitcountCmd(c *Ctx) {
 	// As in Redis 7.0 the key is looked up first: a missing key counts 0 whatever the range.
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
+		c.KeyMiss(c.Args[1])
 		c.W.Int(0)
 		return
 	}
@@ -276,6 +289,7 @@ func bitposCmd(c *Ctx) {
 	}
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
+		c.KeyMiss(c.Args[1])
 		// A missing key is an endless run of zeros.
 		c.W.Int(map[bool]int64{true: -1, false: 0}[want == 1])
 		return
@@ -373,12 +387,14 @@ func bitopCmd(c *Ctx) {
 		keys = append(keys, kspKey{DB: c.DB(), Key: k})
 	}
 	var maxLen int
+	var missed []int // the sources found missing, up to the first of another type
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 		vals := make([][]byte, len(srcs))
-		maxLen = 0
+		maxLen, missed = 0, missed[:0]
 		for i := range srcs {
 			m, ok := tx.Meta(i + 1)
 			if !ok {
+				missed = append(missed, i)
 				continue
 			}
 			if m.Type != typeString {
@@ -421,10 +437,15 @@ func bitopCmd(c *Ctx) {
 		tx.Put(0, out, 0, typeString|keyspace.RawHint)
 		return nil
 	})
+	// The sources are read (lookupKeyRead), the destination is not.
+	for _, i := range missed {
+		c.KeyMiss(srcs[i])
+	}
 	if err != nil {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.String, "set", c.Args[2], maxLen)
 	c.W.Int(int64(maxLen))
 }
 
@@ -636,13 +657,19 @@ func bitfieldGeneric(c *Ctx, ro bool) {
 		return
 	}
 	var out []bitfieldReply
+	var missed bool
+	// changes counts the SETs and INCRBYs that did not fail and either changed their bits or
+	// came with the string created or grown, as Redis 7.0's count: none, no "setbit".
+	var changes int
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
-		out = out[:0]
+		out, changes = out[:0], 0
 		m, exists := tx.Meta(0)
+		missed = readonly && !exists
 		if exists && m.Type != typeString {
 			return ErrWrongType
 		}
-		if !readonly && (!exists || int64(m.Len) <= highest>>3) {
+		grown := !readonly && (!exists || int64(m.Len) <= highest>>3)
+		if grown {
 			// Redis grows the string to the farthest bit written first, failures included.
 			if err := tx.WriteAt(0, highest>>3, []byte{0}, typeString|keyspace.RawHint); err != nil {
 				return err
@@ -709,6 +736,9 @@ func bitfieldGeneric(c *Ctx, ro bool) {
 				continue
 			}
 			out = append(out, bitfieldReply{v: reply})
+			if grown || nv&(^uint64(0)>>(64-op.width)) != old {
+				changes++
+			}
 			nb := append([]byte(nil), b...)
 			nb = append(nb, make([]byte, n-int64(len(nb)))...)
 			setBits(nb, rel, op.width, nv)
@@ -718,9 +748,22 @@ func bitfieldGeneric(c *Ctx, ro bool) {
 		}
 		return nil
 	})
+	if missed {
+		// Only GETs: Redis looks the key up for reading (lookupKeyRead); with a SET or INCRBY
+		// for writing, which states nothing.
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return
+	}
+	switch {
+	case changes > 0:
+		c.Notify(pubsub.String, "setbit", c.Args[1])
+	case c.Sess.TakeKey(c.DB(), c.Args[1], true):
+		// Only failed INCRBYs on a missing key: Redis created it (zeros up to the farthest
+		// bit) and states only that.
+		c.NotifyNew(c.DB(), c.Args[1])
 	}
 	c.W.Array(len(out))
 	for _, r := range out {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
@@ -18,13 +19,15 @@ type collection interface {
 }
 
 // readValue reads the collection of type typ at key for a command that only reads it: found
-// false when the key does not exist, ErrWrongType when it holds another type.
+// false when the key does not exist (a lookupKeyRead that missed: it states "keymiss"),
+// ErrWrongType when it holds another type.
 func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) (T, error)) (v T, found bool, err error) {
 	if p := c.Pre; p != nil && p.DB == c.DB() && bytes.Equal(p.Key, key) {
 		switch {
 		case p.Err != nil:
 			return v, false, p.Err
 		case !p.Found:
+			c.KeyMiss(key)
 			return v, false, nil
 		case p.Meta.Type != typ:
 			return v, false, ErrWrongType
@@ -46,6 +49,9 @@ func readValue[T collection](c *Ctx, key []byte, typ uint8, decode func([]byte) 
 		v, err = decode(bytes.Clone(b))
 		return err
 	})
+	if !found && err == nil {
+		c.KeyMiss(key)
+	}
 	return v, found && err == nil, err
 }
 
@@ -111,6 +117,33 @@ func txValues[T collection](tx *keyspace.Tx, n int, typ uint8, decode func([]byt
 		return nil, need
 	}
 	return out, nil
+}
+
+// txMissing lists the keys first..first+n-1 of tx that do not exist, in order, up to the first
+// whose type is none of types (where Redis's command stops with WRONGTYPE, having looked up
+// those before it): the misses of a command that reads several keys (SINTER, ZUNIONSTORE, ...)
+// for stateMisses. It is called inside the transaction's function, which may run more than once,
+// and its result kept for after the commit, so that each miss is stated once.
+func txMissing(tx *keyspace.Tx, first, n int, types ...uint8) []int {
+	var out []int
+	for i := first; i < first+n; i++ {
+		m, ok := tx.Meta(i)
+		if !ok {
+			out = append(out, i)
+			continue
+		}
+		if !slices.Contains(types, m.Type) {
+			break
+		}
+	}
+	return out
+}
+
+// stateMisses states keymiss about the keys of positions missed (txMissing) of keys.
+func stateMisses(c *Ctx, keys []kspKey, missed []int) {
+	for _, i := range missed {
+		c.KeyMiss(keys[i].Key)
+	}
 }
 
 // changeEach is SADD, SREM, HDEL and ZREM: change (add or remove) for every member argument of

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 func init() {
@@ -547,5 +548,10 @@ func geoSearchGeneric(c *Ctx, src int, flags int) {
 		c.Err(err)
 		return
 	}
+	event := "georadiusstore"
+	if flags&geoSearch != 0 {
+		event = "geosearchstore"
+	}
+	notifyStore(c, pubsub.ZSet, event, q.store, n)
 	c.W.Int(int64(n))
 }

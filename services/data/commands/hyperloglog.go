@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 const (
@@ -82,14 +83,20 @@ func pfaddCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	if updated {
+		c.Notify(pubsub.String, "pfadd", c.Args[1])
+	}
 	c.W.Int(b2i(updated))
 }
 
 func pfcountCmd(c *Ctx) {
 	if len(c.Args) > 2 {
 		var max [hllRegisters]uint8
-		err := c.KS.Update(c.Sess, c.keyArgs(argRange(1, len(c.Args))...), func(tx *keyspace.Tx) error {
+		var missed []int
+		keys := c.keyArgs(argRange(1, len(c.Args))...)
+		err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 			max = [hllRegisters]uint8{}
+			missed = txMissing(tx, 0, len(keys), typeString)
 			for i := range c.Args[1:] {
 				v, err := txHLL(tx, i)
 				if err != nil {
@@ -101,6 +108,7 @@ func pfcountCmd(c *Ctx) {
 			}
 			return nil
 		})
+		stateMisses(c, keys, missed)
 		if err != nil {
 			c.Err(err)
 			return
@@ -109,7 +117,9 @@ func pfcountCmd(c *Ctx) {
 		return
 	}
 	var card uint64
+	var missed bool
 	err := c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
+		missed = !tx.Exists(0)
 		v, err := txHLL(tx, 0)
 		if err != nil || v == nil {
 			card = 0
@@ -134,6 +144,9 @@ func pfcountCmd(c *Ctx) {
 		c.Propagate([][]byte{[]byte("SETRANGE"), c.Args[1], []byte("8"), enc[:]})
 		return tx.WriteAt(0, 8, enc[:], typeString|keyspace.RawHint)
 	})
+	if missed {
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -149,8 +162,13 @@ func argRange(from, to int) []int {
 	return out
 }
 
+// pfmergeCmd reads every key, the destination first (Redis's lookupKeyRead of each: a missing
+// one states keymiss), then writes the destination.
 func pfmergeCmd(c *Ctx) {
-	err := c.KS.Update(c.Sess, c.keyArgs(argRange(1, len(c.Args))...), func(tx *keyspace.Tx) error {
+	keys := c.keyArgs(argRange(1, len(c.Args))...)
+	var missed []int
+	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 0, len(keys), typeString)
 		var max [hllRegisters]uint8
 		dense := false
 		for i := range c.Args[1:] {
@@ -191,9 +209,11 @@ func pfmergeCmd(c *Ctx) {
 		tx.Put(0, v, exp, typeString|keyspace.RawHint)
 		return nil
 	})
+	stateMisses(c, keys, missed)
 	if err != nil {
 		c.Err(err)
 		return
 	}
+	c.Notify(pubsub.String, "pfadd", c.Args[1]) // whether or not the merge changed it, as Redis
 	c.OK()
 }

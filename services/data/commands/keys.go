@@ -101,9 +101,11 @@ func delCmd(c *Ctx) {
 	c.W.Int(n)
 }
 
-func existsCmd(c *Ctx) { c.W.Int(int64(c.KS.Exists(c.Sess, c.DB(), c.Args[1:]))) }
+// EXISTS and TOUCH look each key up for reading (lookupKeyRead), so each missing one states
+// keymiss, as TYPE and the TTL family do: in Redis 7.0 only OBJECT's lookups state none.
+func existsCmd(c *Ctx) { c.W.Int(int64(c.KS.Exists(c.Sess, c.DB(), c.Args[1:], c.keyMissAt(1)))) }
 
-func touchCmd(c *Ctx) { c.W.Int(int64(c.KS.Touch(c.Sess, c.DB(), c.Args[1:]))) }
+func touchCmd(c *Ctx) { c.W.Int(int64(c.KS.Touch(c.Sess, c.DB(), c.Args[1:], c.keyMissAt(1)))) }
 
 // OBJECT FREQ and IDLETIME report the key's access word (keyspace/access.go), which holds the
 // LFU counter under an LFU policy and the access clock otherwise, so each answers only under
@@ -135,6 +137,7 @@ func objectIdletimeCmd(c *Ctx) {
 func typeCmd(c *Ctx) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	if !ok {
+		c.KeyMiss(c.Args[1])
 		c.W.Simple("none")
 		return
 	}
@@ -251,6 +254,7 @@ func ttlGeneric(c *Ctx, f func(expireAt, now int64) int64) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	switch {
 	case !ok:
+		c.KeyMiss(c.Args[1])
 		c.W.Int(-2)
 	case m.ExpireAt == 0:
 		c.W.Int(-1)
@@ -369,15 +373,19 @@ func copyCmd(c *Ctx) {
 		return
 	}
 	keys := []keyspace.Key{{DB: c.DB(), Key: c.Args[1]}, {DB: dstDB, Key: c.Args[2]}}
-	var copied bool
+	var copied, missed bool
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
-		copied = false
-		if !tx.Exists(0) || (tx.Exists(1) && !replace) {
+		copied, missed = false, !tx.Exists(0)
+		if missed || (tx.Exists(1) && !replace) {
 			return nil
 		}
 		copied = true
 		return moveValue(tx, 0, 1, false)
 	})
+	if missed {
+		// The source is looked up for reading (lookupKeyRead), the destination for writing.
+		c.KeyMiss(c.Args[1])
+	}
 	if err != nil {
 		c.Err(err)
 		return

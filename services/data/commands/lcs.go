@@ -18,7 +18,9 @@ type lcsRange struct{ a0, a1, b0, b1, n uint32 }
 
 func lcsCmd(c *Ctx) {
 	var a, b []byte
+	var missed [2]bool
 	err := c.KS.Update(c.Sess, c.keyArgs(1, 2), func(tx *keyspace.Tx) error {
+		missed = [2]bool{!tx.Exists(0), !tx.Exists(1)}
 		for i, dst := range []*[]byte{&a, &b} {
 			*dst = nil
 			m, ok := tx.Meta(i)
@@ -36,6 +38,12 @@ func lcsCmd(c *Ctx) {
 		}
 		return nil
 	})
+	// Both keys are looked up (lookupKeyRead) before either's type is checked.
+	for i, m := range missed {
+		if m {
+			c.KeyMiss(c.Args[1+i])
+		}
+	}
 	if err != nil {
 		c.Err(err)
 		return

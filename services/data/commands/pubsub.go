@@ -223,6 +223,44 @@ func (c *Ctx) NotifyDB(class pubsub.Class, event string, db int, key []byte) {
 	}
 }
 
+// notifyStore states the event of a command that stored a result of n elements (or bytes) in
+// key: event (its own name: ZUNIONSTORE's "zunionstore", SORT's "sortstore", BITOP's "set") when
+// it stored some, or "del" when an empty result removed what the key held, and nothing when
+// the key was and stays missing, as Redis's store commands (setKey, or dbDelete of the
+// destination). The removal is the keyspace's record (TakeKey), kept while class g is on.
+func notifyStore(c *Ctx, class pubsub.Class, event string, key []byte, n int) {
+	switch {
+	case n > 0:
+		c.Notify(class, event, key)
+	case c.Sess.TakeKey(c.DB(), key, false):
+		c.Notify(pubsub.Generic, "del", key)
+	}
+}
+
+// KeyMiss states the event "keymiss" (class m) about key of the client's database: a read of
+// the command found no such key (or an expired one), as Redis's lookupKey states it for every
+// lookupKeyRead that misses. Redis states it once per lookup, so a command that looks a key up
+// twice (XREAD) or several keys (MGET, SUNION, BITOP) states one per lookup that missed; the
+// lookups of write commands (lookupKeyWrite: INCR, LPOP, SREM, ...) and OBJECT's state none. A
+// handler calls it where Redis's command looks the key up for reading, and before the events of
+// its writes (GETSET states keymiss, then new and set). While class m is off (the default, and
+// not part of A) it costs one atomic load. A parked blocking command run again (Retrying) states
+// none: Redis serves a blocked client through lookupKeyWrite.
+func (c *Ctx) KeyMiss(key []byte) {
+	if c.PS.Notifying(pubsub.KeyMiss) && !c.Retrying {
+		c.PS.NotifyKeyspaceHeld(c.Held, pubsub.KeyMiss, "keymiss", c.DB(), key)
+	}
+}
+
+// keyMissAt returns a function stating keymiss about c.Args[first+i], for a read of several
+// keys that reports its misses by position (keyspace.Exists); nil while class m is off.
+func (c *Ctx) keyMissAt(first int) func(i int) {
+	if !c.PS.Notifying(pubsub.KeyMiss) {
+		return nil
+	}
+	return func(i int) { c.KeyMiss(c.Args[first+i]) }
+}
+
 // NotifyNew states the event "new" about key of database db: for the commands that put a key
 // there in Redis by deleting and adding it (RENAME's and COPY ... REPLACE's destination), or
 // that state it before an event about another key (MOVE). The keyspace's own record of the

@@ -297,11 +297,15 @@ func combine(op setOp, sets []*setValue) [][]byte {
 // readSets reads the sets named by keys at one instant (a transaction that writes nothing).
 func readSets(c *Ctx, keys [][]byte) ([]*setValue, error) {
 	var sets []*setValue
-	err := c.KS.Update(c.Sess, dbKeys(c, keys), func(tx *keyspace.Tx) error {
+	var missed []int
+	ks := dbKeys(c, keys)
+	err := c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
 		var err error
+		missed = txMissing(tx, 0, len(keys), typeSet)
 		sets, err = txValues(tx, len(keys), typeSet, decodeSet)
 		return err
 	})
+	stateMisses(c, ks, missed)
 	return sets, err
 }
 
@@ -324,9 +328,12 @@ func setOpStoreCmd(c *Ctx, op setOp) {
 	keys := dbKeys(c, c.Args[1:])
 	var n int
 	var deleted bool
+	var missed []int
 	err := c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
 		deleted = false
-		// The sources are keys 1..; the destination (key 0) may be of any type.
+		// The sources (lookupKeyRead: misses state keymiss) are keys 1..; the destination
+		// (key 0) may be of any type.
+		missed = txMissing(tx, 1, len(keys)-1, typeSet)
 		sets := make([]*setValue, len(keys)-1)
 		var need error
 		for i := 1; i < len(keys); i++ {
@@ -361,6 +368,7 @@ func setOpStoreCmd(c *Ctx, op setOp) {
 		tx.Put(0, res.encode(), 0, typeSet)
 		return nil
 	})
+	stateMisses(c, keys, missed)
 	if err != nil {
 		c.Err(err)
 		return

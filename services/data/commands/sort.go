@@ -17,6 +17,7 @@ import (
 	"strconv"
 
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 func init() {
@@ -135,6 +136,9 @@ func lookupByPattern(c *Ctx, pat, elem []byte) ([]byte, bool, error) {
 	if err == ErrWrongType {
 		return nil, false, nil
 	}
+	if !found && err == nil {
+		c.KeyMiss(key) // a lookupKeyRead that missed, as readFields' for "->field"
+	}
 	return out, found && err == nil, err
 }
 
@@ -168,6 +172,9 @@ func sortGeneric(c *Ctx, ro bool) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	var elems [][]byte
 	isSet, native := false, true
+	if !ok {
+		c.KeyMiss(c.Args[1]) // with STORE too: Redis looks the source up for reading
+	}
 	if ok {
 		switch m.Type {
 		case typeList:
@@ -336,6 +343,7 @@ func sortGeneric(c *Ctx, ro bool) {
 		c.Err(err)
 		return
 	}
+	notifyStore(c, pubsub.List, "sortstore", a.store, len(out))
 	c.W.Int(int64(len(out)))
 }
 

@@ -342,13 +342,13 @@ func xreadgroupCmd(c *Ctx) {
 		}
 		r := streamResult{key: key, history: history[i]}
 		empty := false
-		newConsumer := false
+		newConsumer, missing := false, false
 		err := updateS(c, key, func(v *sview) (bool, error) {
 			if !single {
 				// Each key is served by a transaction of its own: each states what it did.
 				c.Propagate(a.effectOf(i))
 			}
-			newConsumer = false
+			newConsumer, missing = false, !v.exists
 			r.entries, r.ids, empty = r.entries[:0], r.ids[:0], false
 			var g *streamGroup
 			if v.exists {
@@ -423,6 +423,11 @@ func xreadgroupCmd(c *Ctx) {
 			}
 			return true, nil
 		})
+		if single && missing {
+			// The one key's check (lookupKeyRead) is this transaction's; with several keys
+			// readS above looked them up.
+			c.KeyMiss(key)
+		}
 		if single && c.Retrying && err == ErrWrongType {
 			err = Error("UNBLOCKED the stream key no longer exists")
 		}
@@ -457,8 +462,9 @@ func lookupGroup(s *streamValue, exists bool, name []byte) *streamGroup {
 
 func xackCmd(c *Ctx) {
 	n := 0
+	missing := false
 	err := updateS(c, c.Args[1], func(v *sview) (bool, error) {
-		n = 0
+		n, missing = 0, !v.exists
 		if !v.exists {
 			return false, nil
 		}
@@ -485,6 +491,9 @@ func xackCmd(c *Ctx) {
 		v.cgDirty = n > 0
 		return n > 0, nil
 	})
+	if missing {
+		c.KeyMiss(c.Args[1]) // XACK looks the key up for reading (lookupKeyRead)
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -666,8 +675,9 @@ func xclaimCmd(c *Ctx) {
 	minIdle, ok := ParseInt(c.Args[4])
 	var cl []claimed
 	justID, newConsumer := false, false
+	missing := false
 	err := updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
-		cl, newConsumer = cl[:0], false
+		cl, newConsumer, missing = cl[:0], false, !exists
 		g := lookupGroup(s, exists, c.Args[2])
 		if g == nil {
 			return false, errNoKeyOrGroup(c.Args[1], c.Args[2])
@@ -763,6 +773,9 @@ func xclaimCmd(c *Ctx) {
 		}
 		return changed, nil
 	})
+	if missing {
+		c.KeyMiss(c.Args[1]) // lookupKeyRead, before the group is looked for
+	}
 	if err != nil {
 		c.Err(err)
 		return
@@ -813,7 +826,9 @@ func xautoclaimCmd(c *Ctx) {
 	var deleted []streamID
 	var cursor streamID
 	newConsumer := false
+	missing := false
 	err = updateStream(c, c.Args[1], func(s *streamValue, exists bool) (bool, error) {
+		missing = !exists
 		cl, deleted, cursor, newConsumer = cl[:0], deleted[:0], streamID{}, false
 		g := lookupGroup(s, exists, c.Args[2])
 		if g == nil {
@@ -846,6 +861,9 @@ func xautoclaimCmd(c *Ctx) {
 		}
 		return len(cl)+len(deleted) > 0, nil
 	})
+	if missing {
+		c.KeyMiss(c.Args[1]) // lookupKeyRead, before the group is looked for
+	}
 	if err != nil {
 		c.Err(err)
 		return

@@ -159,6 +159,7 @@ func xreadCmd(c *Ctx) {
 	after := make([]streamID, len(a.keys))
 	dollar := false
 	var rs []streamResult
+	var missing [][]byte
 	for i, key := range a.keys {
 		var es []*streamEntry
 		id := a.ids[i]
@@ -180,8 +181,9 @@ func xreadCmd(c *Ctx) {
 			}
 			return nil
 		}
+		exists := true
 		err := readS(c, key, func(v *sview) error {
-			es = nil
+			es, exists = nil, v.exists
 			if err := resolve(v.header().lastID, v.exists); err != nil || !v.exists {
 				return err
 			}
@@ -202,9 +204,17 @@ func xreadCmd(c *Ctx) {
 			c.Err(err)
 			return
 		}
+		if !exists {
+			missing = append(missing, key)
+		}
 		if len(es) > 0 {
 			rs = append(rs, streamResult{key: key, entries: es})
 		}
+	}
+	// Redis's XREAD looks every key up twice, to check the ids and then to serve them (both
+	// lookupKeyRead): a missing key states keymiss in each pass (readS stated the first).
+	for _, key := range missing {
+		c.KeyMiss(key)
 	}
 	if len(rs) > 0 {
 		writeStreamResults(c, rs)

@@ -73,6 +73,7 @@ func getCmd(c *Ctx) {
 	case err != nil:
 		c.Err(err)
 	case !found:
+		c.KeyMiss(c.Args[1])
 		c.W.Null()
 	}
 }
@@ -165,10 +166,10 @@ func setCmd(c *Ctx) {
 		return
 	}
 	var old []byte
-	var hadOld, done bool
+	var hadOld, done, missed bool
 	err = c.KS.Update(c.Sess, c.keyArgs(1), func(tx *keyspace.Tx) error {
 		m, exists := tx.Meta(0)
-		hadOld, done = false, false
+		hadOld, done, missed = false, false, a.get && !exists
 		if a.get && exists {
 			if m.Type != typeString {
 				return ErrWrongType
@@ -194,6 +195,10 @@ func setCmd(c *Ctx) {
 		done = true
 		return nil
 	})
+	if missed {
+		// SET ... GET reads the key first (getGenericCommand): its miss comes before "set".
+		c.KeyMiss(key)
+	}
 	if err == nil && done {
 		notifySet(c, key, expireAt)
 	}
@@ -229,7 +234,28 @@ func setnxCmd(c *Ctx) {
 }
 
 // notifySet states SET's events: "set", and "expire" when it gave the key a time to live.
+//
+// A time already past (EXAT or PXAT) leaves no key here, where Redis 7.0 stores the key and
+// expires it at its next lookup or expire cycle: so the events are Redis's whole sequence,
+// "new" when there was no key (not the keyspace's record, as nothing was created), "set",
+// "expire", then "expired" at once, in place of the "del" of the key the write replaced. A
+// follower applying the SET (Held set: only the applier of the primary's stream has it) states
+// "del" instead of "expired", as a Redis replica does when the primary's expiry reaches it.
 func notifySet(c *Ctx, key []byte, expireAt int64) {
+	if expireAt != 0 && expireAt <= c.Now() {
+		if !c.Sess.TakeKey(c.DB(), key, false) {
+			c.NotifyNew(c.DB(), key)
+		}
+		c.Notify(pubsub.String, "set", key)
+		c.Notify(pubsub.Generic, "expire", key)
+		switch {
+		case c.Held != nil && c.PS.Notifying(pubsub.Generic):
+			c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Generic, "del", c.DB(), key)
+		case c.Held == nil && c.PS.Notifying(pubsub.Expired):
+			c.PS.NotifyKeyspaceHeld(c.Held, pubsub.Expired, "expired", c.DB(), key)
+		}
+		return
+	}
 	c.Notify(pubsub.String, "set", key)
 	if expireAt != 0 {
 		c.Notify(pubsub.Generic, "expire", key)
@@ -267,7 +293,7 @@ func setexGeneric(c *Ctx, name string, unit expireUnit) {
 // tell each reply's extent.
 func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
 	c.KS.MGet(c.Sess, c.DB(), keys, false, func(i int, v keyspace.Value, m keyspace.Meta, ok bool, err error) error {
-		bad, err := WriteGetReply(c, v, m, ok, err)
+		bad, err := WriteGetReply(c, keys[i], v, m, ok, err)
 		if err != nil {
 			return err
 		}
@@ -282,15 +308,18 @@ func WriteGetReplies(c *Ctx, keys [][]byte, after func(i int)) (failed int) {
 	return failed
 }
 
-// WriteGetReply writes GET's reply for what a read of the key found (keyspace.MGet's or
-// ReadMany's callback arguments) and reports whether it is an error reply. The error returned
+// WriteGetReply writes GET's reply for what a read of key found (keyspace.MGet's or ReadMany's
+// callback arguments) and reports whether it is an error reply. A miss states "keymiss" (KeyMiss:
+// one atomic load while class m is off), so the batched GETs of the event loops state it as the
+// command does. The error returned
 // means the value could not be written whole (the reply is broken, see writeValue).
-func WriteGetReply(c *Ctx, v keyspace.Value, m keyspace.Meta, ok bool, err error) (bool, error) {
+func WriteGetReply(c *Ctx, key []byte, v keyspace.Value, m keyspace.Meta, ok bool, err error) (bool, error) {
 	switch {
 	case err != nil:
 		c.W.Error(ErrorLine(err))
 		return true, nil
 	case !ok:
+		c.KeyMiss(key)
 		c.W.Null()
 	case m.Type != typeString:
 		c.W.Error(string(ErrWrongType))
@@ -315,7 +344,10 @@ func mgetCmd(c *Ctx) {
 		case err != nil:
 			c.W.Error(ErrorLine(err))
 			c.Failed = true
-		case !ok, m.Type != typeString:
+		case !ok:
+			c.KeyMiss(keys[i])
+			c.W.Null()
+		case m.Type != typeString:
 			c.W.Null()
 		default:
 			return writeValue(c, v)
@@ -416,6 +448,11 @@ func getThenNotify(c *Ctx, then func(tx *keyspace.Tx, exists bool, m keyspace.Me
 	})
 	if ev != nil {
 		event, class = *ev, *cl
+	}
+	if err == nil && !had {
+		// GETSET, GETDEL and GETEX read the key first (lookupKeyRead): the miss comes before
+		// the events of what they write.
+		c.KeyMiss(c.Args[1])
 	}
 	if err == nil && event != "" {
 		c.Notify(class, event, c.Args[1])
@@ -555,6 +592,7 @@ func strlenCmd(c *Ctx) {
 	m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1])
 	switch {
 	case !ok:
+		c.KeyMiss(c.Args[1])
 		c.W.Int(0)
 	case m.Type != typeString:
 		c.Err(ErrWrongType)
@@ -585,6 +623,7 @@ func getrangeCmd(c *Ctx) {
 	case err != nil:
 		c.Err(err)
 	case !found:
+		c.KeyMiss(c.Args[1])
 		c.W.BulkString("")
 	}
 }

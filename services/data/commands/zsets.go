@@ -523,8 +523,10 @@ func zrangestoreCmd(c *Ctx) {
 		return
 	}
 	var n int
+	var missed []int
 	keys := []kspKey{{DB: c.DB(), Key: c.Args[1]}, {DB: c.DB(), Key: c.Args[2]}}
 	err = c.KS.Update(c.Sess, keys, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 1, 1, typeZSet)
 		src := newZSet()
 		if m, ok := tx.Meta(1); ok {
 			if m.Type != typeZSet {
@@ -545,11 +547,12 @@ func zrangestoreCmd(c *Ctx) {
 		n = dst.len()
 		return putValue(tx, 0, dst, 0, typeZSet)
 	})
+	stateMisses(c, keys, missed)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	notifyStore(c, pubsub.ZSet, n)
+	notifyStore(c, pubsub.ZSet, c.Cmd.Name, c.Args[1], n)
 	c.W.Int(int64(n))
 }
 
@@ -624,9 +627,10 @@ func zpopCmd(c *Ctx, max bool) {
 		count, nested = n, true
 	}
 	if count == 0 {
-		// Still WRONGTYPE for a key of another type.
-		if _, err := readZSet(c, c.Args[1]); err != nil {
-			c.Err(err)
+		// Still WRONGTYPE for a key of another type; Redis looks the key up for writing
+		// (lookupKeyWrite), so a missing one states no "keymiss".
+		if m, ok := c.KS.Lookup(c.Sess, c.DB(), c.Args[1]); ok && m.Type != typeZSet {
+			c.Err(ErrWrongType)
 			return
 		}
 		c.W.Array(0)
@@ -1068,7 +1072,9 @@ func zopCmd(c *Ctx, op zsetOp) {
 	}
 	ks := dbKeys(c, a.keys)
 	var res *zsetValue
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 0, len(ks), typeZSet, typeSet)
 		sets, err := txZSources(tx, 0, len(ks))
 		if err != nil {
 			return err
@@ -1079,6 +1085,7 @@ func zopCmd(c *Ctx, op zsetOp) {
 		res = combineZ(op, sets, a)
 		return nil
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1101,7 +1108,9 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		ks = append(ks, kspKey{DB: c.DB(), Key: k})
 	}
 	var n int
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 1, len(a.keys), typeZSet, typeSet)
 		sets, err := txZSources(tx, 1, len(a.keys))
 		if err != nil {
 			return err
@@ -1117,11 +1126,12 @@ func zopStoreCmd(c *Ctx, op zsetOp) {
 		n = res.len()
 		return putValue(tx, 0, res, 0, typeZSet)
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
 	}
-	notifyStore(c, pubsub.ZSet, n)
+	notifyStore(c, pubsub.ZSet, c.Cmd.Name, c.Args[1], n)
 	c.W.Int(int64(n))
 }
 
@@ -1162,7 +1172,9 @@ func zintercardCmd(c *Ctx) {
 	}
 	ks := dbKeys(c, c.Args[2:2+numkeys])
 	var n int64
+	var missed []int
 	err = c.KS.Update(c.Sess, ks, func(tx *keyspace.Tx) error {
+		missed = txMissing(tx, 0, len(ks), typeZSet, typeSet)
 		sets, err := txZSources(tx, 0, len(ks))
 		if err != nil {
 			return err
@@ -1170,6 +1182,7 @@ func zintercardCmd(c *Ctx) {
 		n = int64(combineZ(zInter, sets, zopArgs{agg: "sum"}).len())
 		return nil
 	})
+	stateMisses(c, ks, missed)
 	if err != nil {
 		c.Err(err)
 		return
@@ -1210,15 +1223,3 @@ func zscanCmd(c *Ctx) {
 
 func zcountCmd(c *Ctx)    { zcountGeneric(c, rangeScore) }
 func zlexcountCmd(c *Ctx) { zcountGeneric(c, rangeLex) }
-
-// notifyStore states the event of a command that stored n elements in key 1 (ZUNIONSTORE,
-// ZRANGESTORE, ...): its own name when it stored some, or "del" when an empty result removed
-// what the key held, as Redis.
-func notifyStore(c *Ctx, class pubsub.Class, n int) {
-	switch {
-	case n > 0:
-		c.Notify(class, c.Cmd.Name, c.Args[1])
-	case c.Sess.TakeKey(c.DB(), c.Args[1], false):
-		c.Notify(pubsub.Generic, "del", c.Args[1])
-	}
-}

@@ -146,24 +146,30 @@ func (ks *Keyspace) SetLFU(logFactor, decayMinutes int64) {
 }
 
 // Touch notes an access to each of keys that exists (TOUCH, which touches even under
-// CLIENT NO-TOUCH, as in Redis) and returns how many exist.
-func (ks *Keyspace) Touch(se *Session, db int, keys [][]byte) int {
+// CLIENT NO-TOUCH, as in Redis) and returns how many exist. missed (nil: none) is called, in
+// order, with the position of each key that does not exist, outside any lock.
+func (ks *Keyspace) Touch(se *Session, db int, keys [][]byte, missed func(i int)) int {
 	if se.batch() != nil {
-		return ks.Exists(se, db, keys)
+		return ks.Exists(se, db, keys, missed)
 	}
 	n := 0
 	now := ks.readNow()
-	for _, key := range keys {
+	for j, key := range keys {
 		h := ks.hash(uint8(db), key)
 		s := ks.shardOf(h)
 		s.mu.RLock()
 		dep := s.depLocked(h)
+		found := false
 		if i, _, ok := s.ix.find(uint32(h), uint8(db), key); ok && !s.ix.entry(i).expired(now) {
 			ks.accessed(s, i)
 			n++
+			found = true
 		}
 		s.mu.RUnlock()
 		ks.noteDep(se, s, dep)
+		if !found && missed != nil {
+			missed(j)
+		}
 	}
 	return n
 }

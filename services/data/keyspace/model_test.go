@@ -766,7 +766,7 @@ func (w *workload) opMGet() {
 			want++
 		}
 	}
-	if got := w.ks.Exists(w.se, db, keys); got != want {
+	if got := w.ks.Exists(w.se, db, keys, nil); got != want {
 		w.fatalf("exists %q = %d, model %d", keys, got, want)
 	}
 }

@@ -58,27 +58,36 @@ func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 
 // Exists counts the keys that exist (a key named twice counts twice), looked up at one instant
 // under the read locks of all their shards, so that a concurrent write of several of them is
-// seen whole or not at all.
-func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte) int {
+// seen whole or not at all. missed (nil: none) is called, in order and once the locks are
+// released, with the position of each key that does not exist (EXISTS states keymiss for them).
+func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte, missed func(i int)) int {
 	n := 0
+	var miss []int
 	if se.batch() != nil {
-		for _, key := range keys {
+		for i, key := range keys {
 			if _, ok := ks.lookupBatch(se, db, key); ok {
 				n++
+			} else if missed != nil {
+				miss = append(miss, i)
 			}
 		}
-		return n
-	}
-	hs, shards := ks.rlockKeys(db, keys)
-	now := ks.readNow()
-	for i, key := range keys {
-		s := ks.shardOf(hs[i])
-		ks.noteDep(se, s, s.depLocked(hs[i]))
-		if idx, _, ok := s.ix.find(uint32(hs[i]), uint8(db), key); ok && !s.ix.entry(idx).expired(now) {
-			n++
+	} else {
+		hs, shards := ks.rlockKeys(db, keys)
+		now := ks.readNow()
+		for i, key := range keys {
+			s := ks.shardOf(hs[i])
+			ks.noteDep(se, s, s.depLocked(hs[i]))
+			if idx, _, ok := s.ix.find(uint32(hs[i]), uint8(db), key); ok && !s.ix.entry(idx).expired(now) {
+				n++
+			} else if missed != nil {
+				miss = append(miss, i)
+			}
 		}
+		unlockReadAll(shards)
 	}
-	unlockReadAll(shards)
+	for _, i := range miss {
+		missed(i)
+	}
 	return n
 }
 

@@ -21,7 +21,7 @@ const (
 	Expired                    // x: a key expired
 	Evicted                    // e: a key evicted for maxmemory or maxdisk
 	Stream                     // t
-	KeyMiss                    // m: a read found no key (Lavik emits none, see doc.go)
+	KeyMiss                    // m: a read found no key (commands.Ctx.KeyMiss)
 	Module                     // d
 	NewKey                     // n: a key was created
 	// All is A: every class but m and n.

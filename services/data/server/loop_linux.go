@@ -647,7 +647,7 @@ func (c *conn) batchReply(v keyspace.Value, m keyspace.Meta, ok bool, err error)
 // writeGetReply writes one GET's reply of the batch, with its span for the durability wait.
 func (c *conn) writeGetReply(v keyspace.Value, m keyspace.Meta, ok bool, err error) {
 	mark := c.w.Len()
-	if bad, _ := commands.WriteGetReply(&c.ctx, v, m, ok, err); bad {
+	if bad, _ := commands.WriteGetReply(&c.ctx, c.cmds[c.getFrom+c.getDone].Args[1], v, m, ok, err); bad {
 		getCommand.Stats.Failed.Add(1)
 		c.s.stats.errReplies.Add(1)
 		c.countErrorAt(mark)
