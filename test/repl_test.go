@@ -244,6 +244,7 @@ func differingKeys(t testing.TB, pc, fc *redis.Client, dbs int) []string {
 				if ttl, _ := conn.PTTL(ctx, k).Result(); ttl > 0 {
 					ds[i] += fmt.Sprintf(" ttl %v", ttl.Round(time.Second))
 				}
+				ds[i] += " " + keyContent(ctx, conn, k)
 				conn.Close()
 			}
 			if ds[0] != ds[1] && len(out) < 10 {
@@ -252,6 +253,33 @@ func differingKeys(t testing.TB, pc, fc *redis.Client, dbs int) []string {
 		}
 	}
 	return out
+}
+
+// keyContent renders a key's type and value for a failure message, cut to 400 bytes.
+func keyContent(ctx context.Context, conn *redis.Conn, k string) string {
+	typ, _ := conn.Type(ctx, k).Result()
+	var v any
+	var err error
+	switch typ {
+	case "string":
+		v, err = conn.Get(ctx, k).Result()
+	case "list":
+		v, err = conn.LRange(ctx, k, 0, -1).Result()
+	case "set":
+		var m []string
+		m, err = conn.SMembers(ctx, k).Result()
+		slices.Sort(m)
+		v = m
+	case "zset":
+		v, err = conn.ZRangeWithScores(ctx, k, 0, -1).Result()
+	case "hash":
+		v, err = conn.HGetAll(ctx, k).Result()
+	}
+	s := fmt.Sprintf("%s %v %v", typ, v, err)
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return s
 }
 
 // checkNoErr records err from a worker goroutine; redis.Nil is a reply, not an error.
@@ -1447,4 +1475,65 @@ func TestReplFullResyncEveryType(t *testing.T) {
 	if full, _, _ := syncStats(t, pc); full != 1 {
 		t.Fatalf("sync_full %d, want 1", full)
 	}
+}
+
+// TestReplServedBlockedPopSkipsOtherType parks blocking pops on two keys, makes the first a
+// string and then pushes to the second: the parked client is served from the second (a key of
+// another type does not serve it, as in Redis), and the follower must pop the same. Running
+// the blocking command itself there would answer WRONGTYPE for the first key and pop nothing;
+// the effect is the pop it did.
+func TestReplServedBlockedPopSkipsOtherType(t *testing.T) {
+	_, _, pc, fc := replPair(t)
+	ctx := harness.Ctx(t)
+	cases := []struct {
+		name  string
+		block func(c *redis.Client, str, key string) error
+		push  func(key string) error
+		left  func(c *redis.Client, key string) (int64, error)
+	}{
+		{"BRPOP", func(c *redis.Client, str, key string) error {
+			return c.BRPop(ctx, 10*time.Second, str, key).Err()
+		}, func(key string) error { return pc.RPush(ctx, key, "a", "b", "c").Err() },
+			func(c *redis.Client, key string) (int64, error) { return c.LLen(ctx, key).Result() }},
+		{"BLMPOP", func(c *redis.Client, str, key string) error {
+			return c.BLMPop(ctx, 10*time.Second, "LEFT", 2, str, key).Err()
+		}, func(key string) error { return pc.RPush(ctx, key, "a", "b", "c").Err() },
+			func(c *redis.Client, key string) (int64, error) { return c.LLen(ctx, key).Result() }},
+		{"BZPOPMIN", func(c *redis.Client, str, key string) error {
+			return c.BZPopMin(ctx, 10*time.Second, str, key).Err()
+		}, func(key string) error {
+			return pc.ZAdd(ctx, key, redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}).Err()
+		}, func(c *redis.Client, key string) (int64, error) { return c.ZCard(ctx, key).Result() }},
+		{"BZMPOP", func(c *redis.Client, str, key string) error {
+			return c.BZMPop(ctx, 10*time.Second, "MIN", 2, str, key).Err()
+		}, func(key string) error {
+			return pc.ZAdd(ctx, key, redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}).Err()
+		}, func(c *redis.Client, key string) (int64, error) { return c.ZCard(ctx, key).Result() }},
+	}
+	for _, tc := range cases {
+		str, key := "str:"+tc.name, "key:"+tc.name
+		blocker := redis.NewClient(&redis.Options{Addr: pc.Options().Addr})
+		done := make(chan error, 1)
+		go func() { done <- tc.block(blocker, str, key) }()
+		harness.Eventually(t, 10*time.Second, tc.name+" parked", func() bool {
+			return replInfo(t, pc, "clients")["blocked_clients"] == "1"
+		})
+		if err := pc.Set(ctx, str, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.push(key); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v; want it served from %s", tc.name, err, key)
+		}
+		blocker.Close()
+		waitInSync(t, pc, fc)
+		np, perr := tc.left(pc, key)
+		nf, ferr := tc.left(fc, key)
+		if perr != nil || ferr != nil || np != nf {
+			t.Errorf("%s: %s holds %d elements on the primary (%v), %d on the follower (%v)", tc.name, key, np, perr, nf, ferr)
+		}
+	}
+	assertSameData(t, pc, fc, 1)
 }

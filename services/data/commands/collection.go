@@ -169,6 +169,18 @@ func popFirstKey(c *Ctx, keys [][]byte, typ uint8, pop func(tx *keyspace.Tx, i i
 	return key, err
 }
 
+// popEffect is the effect of a pop popFirstKey ran (BLPOP, LMPOP, BZPOPMIN, ZMPOP, ...): the
+// single-key pop it did, name key [n], as Redis propagates them. The command itself would not
+// do: a blocked client served by a retry skips keys of another type, which a follower running
+// it would answer WRONGTYPE, popping nothing.
+func popEffect(name string, key []byte, n int, counted bool) [][]byte {
+	eff := [][]byte{[]byte(name), key}
+	if counted {
+		eff = append(eff, strconv.AppendInt(nil, int64(n), 10))
+	}
+	return eff
+}
+
 // dbKeys names keys in the client's database.
 func dbKeys(c *Ctx, keys [][]byte) []kspKey {
 	ks := make([]kspKey, len(keys))

@@ -591,15 +591,19 @@ func lmpopKeys(at int) func([][]byte) ([]int, error) {
 }
 
 // mpop pops up to count elements from the first non-empty list of keys: its name and the
-// elements, or a nil key when every list is missing (popFirst).
-func mpop(c *Ctx, keys [][]byte, left bool, count int64) (key []byte, popped [][]byte, err error) {
+// elements, or a nil key when every list is missing (popFirst). counted says the command takes
+// a count (LMPOP, BLMPOP), which its effect states.
+func mpop(c *Ctx, keys [][]byte, left bool, count int64, counted bool) (key []byte, popped [][]byte, err error) {
 	key, err = popFirstKey(c, keys, typeList, func(tx *keyspace.Tx, i int) error {
 		v, err := openList(tx, i)
 		if err != nil {
 			return err
 		}
-		popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32)))
-		return err
+		if popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32))); err != nil {
+			return err
+		}
+		c.Propagate(popEffect(map[bool]string{true: "LPOP", false: "RPOP"}[left], keys[i], len(popped), counted))
+		return nil
 	})
 	return key, popped, err
 }
@@ -614,7 +618,7 @@ func lmpopCmd(c *Ctx) {
 }
 
 func mpopReply(c *Ctx, keys [][]byte, left bool, count int64, deadline time.Time, block bool) {
-	key, popped, err := mpop(c, keys, left, count)
+	key, popped, err := mpop(c, keys, left, count, true)
 	if err == nil && key != nil {
 		c.Notify(pubsub.List, popEvent(left), key)
 	}
@@ -689,7 +693,7 @@ func bpopCmd(c *Ctx, left bool) {
 		return
 	}
 	keys := c.Args[1 : len(c.Args)-1]
-	key, popped, err := mpop(c, keys, left, 1)
+	key, popped, err := mpop(c, keys, left, 1, false)
 	if err == nil && key != nil {
 		c.Notify(pubsub.List, popEvent(left), key)
 	}

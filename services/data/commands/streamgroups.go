@@ -244,6 +244,19 @@ func errNoKeyOrGroup(key, group []byte) Error {
 
 const errDollarGroup Error = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
 
+// effectOf is the effect of XREADGROUP serving its i-th key: the same read of that key alone
+// (without BLOCK: a follower never waits).
+func (a *xreadArgs) effectOf(i int) [][]byte {
+	eff := [][]byte{[]byte("XREADGROUP"), []byte("GROUP"), a.group, a.consumer}
+	if a.count > 0 {
+		eff = append(eff, []byte("COUNT"), strconv.AppendInt(nil, a.count, 10))
+	}
+	if a.noack {
+		eff = append(eff, []byte("NOACK"))
+	}
+	return append(eff, []byte("STREAMS"), a.keys[i], a.ids[i])
+}
+
 func xreadgroupCmd(c *Ctx) {
 	a, err := parseXRead(c.Args, true)
 	if err != nil {
@@ -331,6 +344,10 @@ func xreadgroupCmd(c *Ctx) {
 		empty := false
 		newConsumer := false
 		err := updateS(c, key, func(v *sview) (bool, error) {
+			if !single {
+				// Each key is served by a transaction of its own: each states what it did.
+				c.Propagate(a.effectOf(i))
+			}
 			newConsumer = false
 			r.entries, r.ids, empty = r.entries[:0], r.ids[:0], false
 			var g *streamGroup

@@ -587,8 +587,9 @@ func zremrangebyscoreCmd(c *Ctx) { zremRange(c, rangeScore) }
 func zremrangebylexCmd(c *Ctx)   { zremRange(c, rangeLex) }
 
 // zpop pops up to count items (the lowest scores, or the highest with max) from the first
-// non-empty sorted set of keys: its key and the items, or a nil key (popFirst).
-func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zitem, err error) {
+// non-empty sorted set of keys: its key and the items, or a nil key (popFirst). counted says
+// the command takes a count, which its effect states.
+func zpop(c *Ctx, keys [][]byte, max bool, count int64, counted bool) (key []byte, items []zitem, err error) {
 	key, err = popFirstKey(c, keys, typeZSet, func(tx *keyspace.Tx, i int) error {
 		v, err := openZ(tx, i)
 		if err != nil {
@@ -597,6 +598,7 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, items []zit
 		if items, err = v.pop(max, int(min(count, math.MaxInt32))); err != nil {
 			return err
 		}
+		c.Propagate(popEffect(map[bool]string{false: "ZPOPMIN", true: "ZPOPMAX"}[max], keys[i], len(items), counted))
 		return v.store(c)
 	})
 	if err == nil && key != nil && len(items) > 0 {
@@ -630,7 +632,7 @@ func zpopCmd(c *Ctx, max bool) {
 		c.W.Array(0)
 		return
 	}
-	_, items, err := zpop(c, c.Args[1:2], max, count)
+	_, items, err := zpop(c, c.Args[1:2], max, count, len(c.Args) == 3)
 	if err != nil {
 		c.Err(err)
 		return
@@ -657,7 +659,7 @@ func bzpopCmd(c *Ctx, max bool) {
 		return
 	}
 	keys := c.Args[1 : len(c.Args)-1]
-	key, items, err := zpop(c, keys, max, 1)
+	key, items, err := zpop(c, keys, max, 1, false)
 	switch {
 	case err != nil:
 		c.Err(err)
@@ -727,7 +729,7 @@ func zmpopKeys(at int) func([][]byte) ([]int, error) {
 }
 
 func zmpopReply(c *Ctx, keys [][]byte, max bool, count int64, deadline time.Time, block bool) {
-	key, items, err := zpop(c, keys, max, count)
+	key, items, err := zpop(c, keys, max, count, true)
 	switch {
 	case err != nil:
 		c.Err(err)
