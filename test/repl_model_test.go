@@ -370,6 +370,10 @@ func (g *replModelGen) keyCmd() []any {
 		}
 		return []any{"EXISTS", k}
 	case 14:
+		if g.chance(50) {
+			// Every key of two databases changes places while the other clients write to them.
+			return []any{"SWAPDB", g.n(replModelDBs), g.n(replModelDBs)}
+		}
 		return []any{"PTTL", k} // a read: lazy expiry on the primary
 	default:
 		return []any{"PEXPIRE", k, g.shortMS()}

@@ -39,7 +39,7 @@ var tblRequired = []tblRef{
 	{"client|info", 2, 0, 0, 0}, {"client|kill", -3, 0, 0, 0}, {"client|reply", 3, 0, 0, 0},
 	{"client|no-evict", 3, 0, 0, 0}, {"info", -1, 0, 0, 0}, {"config", -2, 0, 0, 0},
 	{"config|get", -3, 0, 0, 0}, {"config|set", -4, 0, 0, 0}, {"config|resetstat", 2, 0, 0, 0},
-	{"dbsize", 1, 0, 0, 0}, {"flushdb", -1, 0, 0, 0}, {"flushall", -1, 0, 0, 0}, {"time", 1, 0, 0, 0},
+	{"dbsize", 1, 0, 0, 0}, {"flushdb", -1, 0, 0, 0}, {"flushall", -1, 0, 0, 0}, {"swapdb", 3, 0, 0, 0}, {"time", 1, 0, 0, 0},
 	{"shutdown", -1, 0, 0, 0}, {"get", 2, 1, 1, 1}, {"set", -3, 1, 1, 1}, {"setnx", 3, 1, 1, 1},
 	{"setex", 4, 1, 1, 1}, {"psetex", 4, 1, 1, 1}, {"mget", -2, 1, -1, 1}, {"mset", -3, 1, -1, 2},
 	{"msetnx", -3, 1, -1, 2}, {"getset", 3, 1, 1, 1}, {"getdel", 2, 1, 1, 1}, {"getex", -2, 1, 1, 1},
@@ -159,6 +159,7 @@ var tblSamples = []tblSample{
 	{name: "dbsize", setup: tblSetAB, args: []string{"DBSIZE"}, want: 2},
 	{name: "flushdb", setup: tblTwoDBs, args: []string{"FLUSHDB"}, changes: []string{"a"}, want: tblOK},
 	{name: "flushall", setup: tblTwoDBs, args: []string{"FLUSHALL"}, changes: []string{"1:b", "a"}, want: tblOK},
+	{name: "swapdb", setup: tblTwoDBs, args: []string{"SWAPDB", "0", "1"}, changes: []string{"1:a", "1:b", "a", "b"}, want: tblOK},
 	{name: "time", args: []string{"TIME"}, want: tblCheck(tblTime)},
 	// Run last, by TestCommandTable/Shutdown, which checks that the server goes.
 	{name: "shutdown", args: []string{"SHUTDOWN", "NOSAVE"}},

@@ -284,6 +284,8 @@ type BlockRequest struct {
 type KeyRef struct {
 	DB  int
 	Key []byte
+	// AllKeys stands for every key of database DB (Key unset): a SWAPDB changed them all.
+	AllKeys bool
 }
 
 // flushAt is the size of pending replies at which a command making a long reply flushes them.

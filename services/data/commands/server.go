@@ -2,12 +2,14 @@ package commands
 
 import (
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lavikdb/lavik/services/data/config"
+	"github.com/lavikdb/lavik/services/data/keyspace"
 )
 
 func init() {
@@ -34,6 +36,9 @@ func init() {
 			Summary: "Remove all keys from the current database.", Handler: flushdbCmd},
 		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite, Group: "server", ExtraACL: []string{"@keyspace", "@dangerous"}, Since: "1.0.0", Complexity: "O(N) where N is the total number of keys in all databases",
 			Summary: "Removes all keys from all databases.", Handler: flushallCmd},
+		&Command{Name: "swapdb", Arity: 3, Flags: FlagWrite | FlagFast, Group: "server", ExtraACL: []string{"@keyspace", "@dangerous"}, Since: "4.0.0",
+			Complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+			Summary:    "Swaps two Redis databases.", Handler: swapdbCmd},
 		&Command{Name: "time", Arity: 1, Flags: FlagLoading | FlagStale | FlagFast, Group: "server", Since: "2.6.0", Complexity: "O(1)",
 			Summary: "Returns the server time.", Handler: timeCmd},
 		&Command{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale | FlagNoMulti | FlagAllowBusy, Group: "server", Since: "1.0.0",
@@ -97,6 +102,39 @@ func flushallCmd(c *Ctx) {
 		return
 	}
 	c.OK()
+}
+
+// swapdbCmd is SWAPDB index1 index2: clients of either database see the other's keys from
+// then on (keyspace.SwapDB). Allowed in MULTI, as in Redis.
+func swapdbCmd(c *Ctx) {
+	a, ok := SwapDBIndex(c.Args[1])
+	if !ok {
+		c.Err(Error("ERR invalid first DB index"))
+		return
+	}
+	b, ok := SwapDBIndex(c.Args[2])
+	if !ok {
+		c.Err(Error("ERR invalid second DB index"))
+		return
+	}
+	if err := c.KS.SwapDB(c.Sess, a, b); err != nil {
+		if errors.Is(err, keyspace.ErrDBRange) {
+			err = ErrDBIndex
+		}
+		c.Err(err)
+		return
+	}
+	c.OK()
+}
+
+// SwapDBIndex parses a SWAPDB database index as Redis does (an integer that fits in 32 bits;
+// the range is checked after).
+func SwapDBIndex(b []byte) (int, bool) {
+	n, err := intArg(b)
+	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int(n), true
 }
 
 func timeCmd(c *Ctx) {

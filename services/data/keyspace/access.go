@@ -155,12 +155,10 @@ func (ks *Keyspace) Touch(se *Session, db int, keys [][]byte, missed func(i int)
 	n := 0
 	now := ks.readNow()
 	for j, key := range keys {
-		h := ks.hash(uint8(db), key)
-		s := ks.shardOf(h)
-		s.mu.RLock()
+		pdb, h, s := ks.rlockKey(db, key)
 		dep := s.depLocked(h)
 		found := false
-		if i, _, ok := s.ix.find(uint32(h), uint8(db), key); ok && !s.ix.entry(i).expired(now) {
+		if i, _, ok := s.ix.find(uint32(h), pdb, key); ok && !s.ix.entry(i).expired(now) {
 			ks.accessed(s, i)
 			n++
 			found = true
@@ -184,13 +182,24 @@ type Access struct {
 // AccessOf returns key's access information without changing it; ok is false for a missing
 // (or expired) key.
 func (ks *Keyspace) AccessOf(se *Session, db int, key []byte) (a Access, ok bool) {
-	h := ks.hash(uint8(db), key)
-	s := ks.shardOf(h)
-	s.mu.RLock()
+	var pdb uint8
+	var h uint64
+	var s *shard
+	b := se.batch()
+	if b != nil {
+		// Inside an EXEC, which holds every lock: the index as it was before the EXEC.
+		pdb = ks.execMap(b)[uint8(db)]
+		h = ks.hash(pdb, key)
+		s = ks.shardOf(h)
+	} else {
+		pdb, h, s = ks.rlockKey(db, key)
+	}
 	dep := s.depLocked(h)
 	defer func() { ks.noteDep(se, s, dep) }()
-	defer s.mu.RUnlock()
-	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+	if b == nil {
+		defer s.mu.RUnlock()
+	}
+	i, _, ok := s.ix.find(uint32(h), pdb, key)
 	if !ok || s.ix.entry(i).expired(ks.readNow()) {
 		return Access{}, false
 	}

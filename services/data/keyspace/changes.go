@@ -141,16 +141,17 @@ func (ks *Keyspace) changedLocked(se *Session, now int64, shards ...*shard) {
 
 // expiredLocked hands the removal of an expired key to the sink, as a DEL. The shard's write
 // lock is held.
-func (ks *Keyspace) expiredLocked(s *shard, db uint8, key []byte, now int64) {
+func (ks *Keyspace) expiredLocked(s *shard, pdb uint8, key []byte, now int64) {
+	db := ks.logicalDB(int(pdb)) // hooks and followers speak logical numbers
 	if h := ks.expireHook.Load(); h != nil {
-		(*h)(int(db), key)
+		(*h)(db, key)
 	}
 	p := ks.sink.Load()
 	if p == nil {
 		return
 	}
 	args := [][]byte{[]byte("DEL"), key}
-	c := Change{Now: now, Effects: []Effect{{DB: int(db), Args: args}}, Expired: true, shards: []*shard{s}}
+	c := Change{Now: now, Effects: []Effect{{DB: db, Args: args}}, Expired: true, shards: []*shard{s}}
 	(*p).Change(&c)
 }
 
@@ -280,11 +281,11 @@ func noteKey(se *Session, k *txKey) {
 		return
 	}
 	for i, c := range se.keys {
-		if c.db == int(k.db) && string(c.key) == string(k.key) {
+		if c.db == int(k.ldb) && string(c.key) == string(k.key) {
 			// Created then removed (or the reverse) by one command: the later state is news.
 			se.keys = append(se.keys[:i], se.keys[i+1:]...)
 			break
 		}
 	}
-	se.keys = append(se.keys, keyChange{db: int(k.db), key: append([]byte(nil), k.key...), created: k.found})
+	se.keys = append(se.keys, keyChange{db: int(k.ldb), key: append([]byte(nil), k.key...), created: k.found})
 }

@@ -656,10 +656,11 @@ func (ks *Keyspace) unregisterLocked(s *shard, oid uint64, db uint8, key []byte)
 // serves plain ones too, which it may meet when the value changed since the caller looked. It
 // reports whether the key exists and returns the read's error or fn's; it counts no hit or
 // miss. se is made to wait for what the reply depends on.
-func (ks *Keyspace) readValue(se *Session, s *shard, h uint64, db uint8, key []byte, span func(n int) (int, int), fn func(v Value, m Meta) error) (bool, error) {
+func (ks *Keyspace) readValue(se *Session, ldb int, key []byte, span func(n int) (int, int), fn func(v Value, m Meta) error) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		var p pendingRead
-		s.mu.RLock()
+		// Translated on every attempt: a retry reads the key as it is now.
+		db, h, s := ks.rlockKey(ldb, key)
 		dep := s.depLocked(h)
 		i, _, ok := s.ix.find(uint32(h), db, key)
 		if !ok {
@@ -785,8 +786,7 @@ func (ks *Keyspace) GetRange(se *Session, db int, key []byte, span func(n int) (
 	if se.batch() != nil {
 		return ks.getBatch(se, db, key, span, fn)
 	}
-	h := ks.hash(uint8(db), key)
-	found, err := ks.readValue(se, ks.shardOf(h), h, uint8(db), key, span, fn)
+	found, err := ks.readValue(se, db, key, span, fn)
 	if found {
 		ks.stats.hits.Add(1)
 	} else {

@@ -31,7 +31,10 @@
 // double them; the Go heap holds nothing per key.
 //
 // Databases (SELECT 0-15) are part of the key identity: the hash, the index entry and every
-// record carry the database number.
+// record carry the database number. That number is physical: a map from the numbers clients
+// use to physical ones (dbmap.go), kept as one InternalDB key per shard and rewritten in every
+// shard as one transaction, is what SWAPDB changes, in O(shards) and without rewriting a key.
+// Every operation translates through it and re-checks it under its shard lock.
 //
 // A string longer than ChunkThreshold (64 KiB) is stored as 8 KiB chunk records plus a manifest
 // record naming them (chunked.go): the index entry points at the manifest and keeps the

@@ -377,9 +377,15 @@ func (ks *Keyspace) evictKey(c evictCand) bool {
 	se := ks.ev.se
 	se.SetNoTouch(true)
 	var size int64
-	se.Propagate(int(c.db), [][]byte{[]byte("DEL"), c.key})
+	// c.db is physical; the DEL and the hook speak the logical number, which a swap after the
+	// translation would make another: then the key is left for another round.
+	db := ks.logicalDB(int(c.db))
+	se.Propagate(db, [][]byte{[]byte("DEL"), c.key})
 	existed := false
-	err := ks.Update(se, []Key{{DB: int(c.db), Key: c.key}}, func(tx *Tx) error {
+	err := ks.Update(se, []Key{{DB: db, Key: c.key}}, func(tx *Tx) error {
+		if tx.keys[0].db != c.db {
+			return nil
+		}
 		if m, ok := tx.Meta(0); ok {
 			size = int64(m.Len + len(c.key))
 		}
@@ -395,7 +401,7 @@ func (ks *Keyspace) evictKey(c evictCand) bool {
 		ks.ev.evicted.Add(1)
 		ks.ev.diskFreed.Add(size)
 		if h := ks.evictHook.Load(); h != nil {
-			(*h)(int(c.db), c.key)
+			(*h)(db, c.key)
 		}
 	}
 	return existed

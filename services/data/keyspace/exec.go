@@ -43,7 +43,22 @@ type execBatch struct {
 	// flushed[db]: a FLUSHDB (or FLUSHALL: flushAll too) ran; the index's keys of db are gone.
 	flushed  []bool
 	flushAll bool
-	scratch  []byte
+	// dbm is the database map as the transaction left it (nil: the keyspace's): a FLUSHALL
+	// makes it the identity, a SWAPDB swaps two of its entries. The transaction's commands
+	// translate through it, and its commit makes it the keyspace's. swaps lists the physical
+	// databases each SWAPDB swapped, whose watchers the commit marks dirty.
+	dbm     *dbMap
+	swaps   [][2]uint8
+	scratch []byte
+}
+
+// execMap is the map the commands of an EXEC translate through (the keyspace's, or the one
+// the EXEC changed). Every shard's lock is held.
+func (ks *Keyspace) execMap(b *execBatch) *dbMap {
+	if b.dbm != nil {
+		return b.dbm
+	}
+	return ks.dbm.cur.Load()
 }
 
 func batchKey(db uint8, key []byte) string { return string(append([]byte{db}, key...)) }
@@ -132,6 +147,19 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 		tx.uniq = append(tx.uniq, b.keys[bk])
 	}
 	err = tx.commitLocked(se, b)
+	if err == nil && b.dbm != nil {
+		// A FLUSHALL (its keys went with InternalDB's) or a SWAPDB (its keys are among the
+		// transaction's writes) changed the map: it changes with the commit (dbmap.go).
+		ks.dbm.cur.Store(b.dbm)
+		if len(b.swaps) > 0 {
+			for _, s := range ks.shards {
+				s.changedAllLocked(s.log.AppendedLSN(), len(ks.shards) > 1)
+				for _, sw := range b.swaps {
+					ks.touchDBsLocked(s, sw[0], sw[1])
+				}
+			}
+		}
+	}
 	if err == nil && se.announced && len(se.effects) > 0 {
 		// Nothing written logged the effect: the EXEC's announced commands go alone (with
 		// the effects of its writes that wrote nothing, which a follower runs to the same
@@ -148,7 +176,7 @@ func (ks *Keyspace) updateBatch(se *Session, b *execBatch, keys []Key, fn func(t
 		b.now = se.clock // a follower's batch: each command by its primary's clock (SetClock)
 	}
 	tx := &Tx{ks: ks}
-	tx.setup(keys)
+	tx.setupMap(keys, ks.execMap(b))
 	for attempt := 0; ; attempt++ {
 		tx.beginBatch(b)
 		err := fn(tx)
@@ -236,6 +264,7 @@ func (b *execBatch) keepCache(tx *Tx) {
 func (b *execBatch) flush(db int, all bool) {
 	if all {
 		b.flushAll = true
+		b.dbm = identityDBMap()
 	}
 	order := b.order[:0]
 	for _, bk := range b.order {
@@ -396,7 +425,8 @@ func (ks *Keyspace) mgetBatch(se *Session, db int, keys [][]byte, fn func(i int,
 	return nil
 }
 
-// dbSizeBatch is DBSize inside an EXEC: the index's count, corrected by the overlay.
+// dbSizeBatch is DBSize inside an EXEC of physical database db: the index's count, corrected
+// by the overlay.
 func (ks *Keyspace) dbSizeBatch(b *execBatch, db int) int64 {
 	var n int64
 	if !b.flushed[db] {
@@ -420,7 +450,8 @@ func (ks *Keyspace) dbSizeBatch(b *execBatch, db int) int64 {
 }
 
 // randomKeyBatch is RandomKey inside an EXEC.
-func (ks *Keyspace) randomKeyBatch(se *Session, b *execBatch, db int) []byte {
+func (ks *Keyspace) randomKeyBatch(se *Session, b *execBatch, ldb int) []byte {
+	db := int(ks.execMap(b)[ldb])
 	total := ks.dbSizeBatch(b, db)
 	if total <= 0 {
 		return nil
@@ -443,7 +474,7 @@ func (ks *Keyspace) randomKeyBatch(se *Session, b *execBatch, db int) []byte {
 		}
 	}
 	var all [][]byte
-	ks.Keys(se, db, func(key []byte, _ Meta) { all = append(all, bytes.Clone(key)) })
+	ks.Keys(se, ldb, func(key []byte, _ Meta) { all = append(all, bytes.Clone(key)) })
 	if len(all) == 0 {
 		return nil
 	}

@@ -160,6 +160,7 @@ type Keyspace struct {
 	dirs dirCache
 	ckpt ksCheckpoint // checkpoint counters (checkpoint.go)
 	tx   txState      // transactions in the log (txcond.go)
+	dbm  dbMapState   // logical to physical databases (dbmap.go)
 	// fsync is the appendfsync policy (a vlog.Fsync); CONFIG SET may change it at run time.
 	fsync    atomic.Int32
 	loadTime time.Duration
@@ -273,6 +274,9 @@ func Open(opts Options) (*Keyspace, error) {
 		}
 		err = ks.eachShard(func(i int) error { return ks.replayShard(ks.shards[i]) })
 		ks.tx.exts = nil
+	}
+	if err == nil {
+		err = ks.loadDBMap()
 	}
 	if err != nil {
 		for _, s := range ks.shards {

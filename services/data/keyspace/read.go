@@ -33,11 +33,9 @@ func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 	if se.batch() != nil {
 		return ks.lookupBatch(se, db, key)
 	}
-	h := ks.hash(uint8(db), key)
-	s := ks.shardOf(h)
-	s.mu.RLock()
+	pdb, h, s := ks.rlockKey(db, key)
 	dep := s.depLocked(h)
-	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+	i, _, ok := s.ix.find(uint32(h), pdb, key)
 	if !ok {
 		s.mu.RUnlock()
 		ks.noteDep(se, s, dep)
@@ -46,7 +44,7 @@ func (ks *Keyspace) Lookup(se *Session, db int, key []byte) (Meta, bool) {
 	e := s.ix.entry(i)
 	if e.expired(ks.readNow()) {
 		s.mu.RUnlock()
-		ks.expireKey(s, h, uint8(db), key)
+		ks.expireKey(s, h, pdb, key)
 		ks.noteDep(se, s, dep)
 		return Meta{}, false
 	}
@@ -72,12 +70,12 @@ func (ks *Keyspace) Exists(se *Session, db int, keys [][]byte, missed func(i int
 			}
 		}
 	} else {
-		hs, shards := ks.rlockKeys(db, keys)
+		pdb, hs, shards := ks.rlockKeys(db, keys)
 		now := ks.readNow()
 		for i, key := range keys {
 			s := ks.shardOf(hs[i])
 			ks.noteDep(se, s, s.depLocked(hs[i]))
-			if idx, _, ok := s.ix.find(uint32(hs[i]), uint8(db), key); ok && !s.ix.entry(idx).expired(now) {
+			if idx, _, ok := s.ix.find(uint32(hs[i]), pdb, key); ok && !s.ix.entry(idx).expired(now) {
 				n++
 			} else if missed != nil {
 				miss = append(miss, i)
@@ -242,12 +240,10 @@ func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta
 	if se.batch() != nil {
 		return ks.getBatch(se, db, key, nil, fn)
 	}
-	h := ks.hash(uint8(db), key)
-	s := ks.shardOf(h)
 	var p pendingRead
-	s.mu.RLock()
+	pdb, h, s := ks.rlockKey(db, key)
 	dep := s.depLocked(h)
-	i, _, ok := s.ix.find(uint32(h), uint8(db), key)
+	i, _, ok := s.ix.find(uint32(h), pdb, key)
 	if !ok {
 		s.mu.RUnlock()
 		ks.noteDep(se, s, dep)
@@ -257,7 +253,7 @@ func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta
 	e := s.ix.entry(i)
 	if e.expired(ks.readNow()) {
 		s.mu.RUnlock()
-		ks.expireKey(s, h, uint8(db), key)
+		ks.expireKey(s, h, pdb, key)
 		ks.noteDep(se, s, dep)
 		ks.stats.misses.Add(1)
 		return false, nil
@@ -266,10 +262,10 @@ func (ks *Keyspace) Get(se *Session, db int, key []byte, fn func(v Value, m Meta
 	if e.chunked() {
 		s.mu.RUnlock()
 		ks.stats.hits.Add(1)
-		return ks.readValue(se, s, h, uint8(db), key, nil, fn)
+		return ks.readValue(se, db, key, nil, fn)
 	}
 	m := e.metaOf()
-	s.prepareLocked(&p, e, uint8(db), key)
+	s.prepareLocked(&p, e, pdb, key)
 	s.mu.RUnlock()
 	ks.noteDep(se, s, dep)
 	ks.stats.hits.Add(1)
@@ -383,7 +379,7 @@ func (ks *Keyspace) readKeys(keys [][]byte, at func(i int) (*Session, int), snap
 				ks.stats.hits.Add(1)
 			default:
 				ks.stats.hits.Add(1)
-				p.db, p.key, p.vlen = uint8(db), keys[end], sn.vlen
+				p.db, p.key, p.vlen = sn.db, keys[end], sn.vlen
 				p.err = sn.s.log.PrepareRead(&p.rd, sn.loc, sn.size)
 				p.ready = p.err == nil
 				bytes += int64(sn.vlen)
@@ -432,15 +428,13 @@ func (ks *Keyspace) readKeys(keys [][]byte, at func(i int) (*Session, int), snap
 
 // lookupKey fills sn with what the index has of key now (an expired key is removed on the way).
 func (ks *Keyspace) lookupKey(se *Session, db int, key []byte, sn *keySnap) {
-	*sn = keySnap{h: ks.hash(uint8(db), key)}
-	s := ks.shardOf(sn.h)
-	sn.s = s
-	s.mu.RLock()
+	pdb, h, s := ks.rlockKey(db, key)
+	*sn = keySnap{h: h, s: s, db: pdb}
 	dep := s.depLocked(sn.h)
-	if i, _, ok := s.ix.find(uint32(sn.h), uint8(db), key); ok {
+	if i, _, ok := s.ix.find(uint32(sn.h), pdb, key); ok {
 		if e := s.ix.entry(i); e.expired(ks.readNow()) {
 			s.mu.RUnlock()
-			ks.expireKey(s, sn.h, uint8(db), key)
+			ks.expireKey(s, sn.h, pdb, key)
 			s.mu.RLock()
 		} else {
 			sn.fillLocked(s, e)
@@ -462,7 +456,7 @@ func (sn *keySnap) fillLocked(s *shard, e *entry) {
 // A key removed meanwhile is reported missing.
 func (ks *Keyspace) readNowChunked(se *Session, sn *keySnap, db int, key []byte, fn func(v Value, m Meta, ok bool, err error) error) error {
 	called := false
-	_, err := ks.readValue(se, sn.s, sn.h, uint8(db), key, nil, func(v Value, m Meta) error {
+	_, err := ks.readValue(se, db, key, nil, func(v Value, m Meta) error {
 		called = true
 		return fn(v, m, true, nil)
 	})
@@ -476,6 +470,7 @@ func (ks *Keyspace) readNowChunked(se *Session, sn *keySnap, db int, key []byte,
 type keySnap struct {
 	s       *shard
 	h       uint64
+	db      uint8 // the key's physical database
 	ok      bool
 	meta    Meta
 	loc     vlog.Loc
@@ -489,9 +484,9 @@ type keySnap struct {
 // left for expiry to remove).
 func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap, func()) {
 	snaps := make([]keySnap, len(keys))
-	hs, shards := ks.rlockKeys(db, keys)
+	pdb, hs, shards := ks.rlockKeys(db, keys)
 	for i, h := range hs {
-		snaps[i].h, snaps[i].s = h, ks.shardOf(h)
+		snaps[i].h, snaps[i].s, snaps[i].db = h, ks.shardOf(h), pdb
 	}
 	now := ks.readNow()
 	segs := map[*shard][]uint32{}
@@ -499,7 +494,7 @@ func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap,
 		sn := &snaps[i]
 		s := sn.s
 		ks.noteDep(se, s, s.depLocked(sn.h))
-		idx, _, ok := s.ix.find(uint32(sn.h), uint8(db), key)
+		idx, _, ok := s.ix.find(uint32(sn.h), pdb, key)
 		if !ok {
 			continue
 		}
@@ -527,20 +522,27 @@ func (ks *Keyspace) snapshotKeys(se *Session, db int, keys [][]byte) ([]keySnap,
 	}
 }
 
-// rlockKeys takes the read locks of the shards of keys, in order, and returns the keys' hashes
-// and the shards locked, for unlockReadAll.
-func (ks *Keyspace) rlockKeys(db int, keys [][]byte) ([]uint64, []*shard) {
+// rlockKeys takes the read locks of the shards of keys of logical database db, in order, under a
+// map that cannot change while they are held, and returns the physical database, the keys'
+// hashes and the shards locked, for unlockReadAll.
+func (ks *Keyspace) rlockKeys(db int, keys [][]byte) (uint8, []uint64, []*shard) {
 	hs := make([]uint64, len(keys))
-	shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
-	for i, key := range keys {
-		hs[i] = ks.hash(uint8(db), key)
-		shards = append(shards, ks.shardOf(hs[i]))
+	for {
+		m, pdb := ks.mapOf(db)
+		shards := make([]*shard, 0, min(len(keys), len(ks.shards)))
+		for i, key := range keys {
+			hs[i] = ks.hash(pdb, key)
+			shards = append(shards, ks.shardOf(hs[i]))
+		}
+		shards = sortShards(shards)
+		for _, s := range shards {
+			s.mu.RLock()
+		}
+		if !ks.mapMoved(m) {
+			return pdb, hs, shards
+		}
+		unlockReadAll(shards)
 	}
-	shards = sortShards(shards)
-	for _, s := range shards {
-		s.mu.RLock()
-	}
-	return hs, shards
 }
 
 func unlockReadAll(shards []*shard) {
@@ -558,7 +560,7 @@ func (ks *Keyspace) readSnapChunked(se *Session, sn *keySnap, db int, key []byte
 	var man *manifest
 	err := ks.readRecords([]recRead{{log: s.log, loc: sn.loc, n: sn.size}}, false, func(_ int, rec []byte, err error) error {
 		if err == nil {
-			man, _, err = s.manifestOf(rec, uint8(db), key, int64(sn.meta.Len))
+			man, _, err = s.manifestOf(rec, sn.db, key, int64(sn.meta.Len))
 		}
 		return err
 	})
@@ -626,7 +628,7 @@ func (r *Reads) fill() {
 			r.ks.stats.hits.Add(1)
 		default:
 			r.ks.stats.hits.Add(1)
-			p.db, p.key, p.vlen = uint8(q.DB), q.Key, sn.vlen
+			p.db, p.key, p.vlen = sn.db, q.Key, sn.vlen
 			p.err = sn.s.log.PrepareReadOn(&p.rd, sn.loc, sn.size, r.eng)
 			p.ready = p.err == nil
 			if p.ready && p.rd.NeedsIO() {

@@ -29,7 +29,7 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 		return 0
 	}
 	b := se.batch()
-	if b != nil && b.flushed[db] {
+	if b != nil && b.flushed[ks.execMap(b)[db]] { // an EXEC holds every lock
 		cursor = uint64(len(ks.shards)) << 32 // no key of the index is left in db
 	}
 	budget := max(count*8, 1024)
@@ -40,10 +40,14 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 		s := ks.shards[si]
 		s.rlock(se)
 		ks.noteShardLocked(se, s)
+		pdb := ks.physicalDB(db) // stable while the lock is held
+		if b != nil {
+			pdb = int(ks.execMap(b)[db])
+		}
 		for ; ei < s.ix.high && got < count && budget > 0; ei++ {
 			budget--
 			e := s.ix.entry(ei)
-			if !e.live() || int(e.db()) != db || e.expired(now) {
+			if !e.live() || int(e.db()) != pdb || e.expired(now) {
 				continue
 			}
 			if b != nil && b.lookup(e.db(), s.ix.key(e)) != nil {
@@ -65,7 +69,7 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 	if si >= len(ks.shards) {
 		if b != nil {
 			// The keys the EXEC wrote, with the call that ends the iteration.
-			b.each(db, func(k *txKey) {
+			b.each(int(ks.execMap(b)[db]), func(k *txKey) {
 				m, _ := k.meta()
 				fn(k.key, m)
 			})
@@ -103,10 +107,11 @@ func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
 	for attempt := 0; attempt < 64; attempt++ {
 		s := ks.shards[rand.IntN(len(ks.shards))]
 		s.mu.RLock()
-		if s.keys[db] > 0 && s.ix.high > 0 {
+		pdb := ks.physicalDB(db)
+		if s.keys[pdb] > 0 && s.ix.high > 0 {
 			for probe := 0; probe < 32; probe++ {
 				e := s.ix.entry(uint32(rand.IntN(int(s.ix.high))))
-				if e.live() && int(e.db()) == db && !e.expired(now) {
+				if e.live() && int(e.db()) == pdb && !e.expired(now) {
 					k := append([]byte{}, s.ix.key(e)...)
 					s.mu.RUnlock()
 					return k
@@ -120,7 +125,7 @@ func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
 	for n := range ks.shards {
 		s := ks.shards[(start+n)%len(ks.shards)]
 		s.mu.RLock()
-		empty := s.keys[db] == 0
+		empty := s.keys[ks.physicalDB(db)] == 0
 		s.mu.RUnlock()
 		if empty {
 			continue
@@ -144,16 +149,23 @@ func (ks *Keyspace) RandomKey(se *Session, db int) []byte {
 // se (nil: none) is made to wait for everything appended so far.
 func (ks *Keyspace) DBSize(se *Session, db int) int64 {
 	if b := se.batch(); b != nil {
-		return ks.dbSizeBatch(b, db)
+		return ks.dbSizeBatch(b, int(ks.execMap(b)[db]))
 	}
-	var n int64
-	for _, s := range ks.shards {
-		s.mu.RLock()
-		ks.noteShardLocked(se, s)
-		n += s.keys[db]
-		s.mu.RUnlock()
+	for {
+		// The shards' counts are summed one lock at a time; a swap among them would mix two
+		// databases, so the sum is taken again.
+		var n int64
+		m, pdb := ks.mapOf(db)
+		for _, s := range ks.shards {
+			s.mu.RLock()
+			ks.noteShardLocked(se, s)
+			n += s.keys[pdb]
+			s.mu.RUnlock()
+		}
+		if !ks.mapMoved(m) {
+			return n
+		}
 	}
-	return n
 }
 
 // DBInfo is one database's line in INFO keyspace.
@@ -165,34 +177,45 @@ type DBInfo struct {
 // Info returns per-database counts and the avg_ttl estimate (expire.go). se (nil: none) is the
 // caller's session; inside an EXEC the counts are those before it.
 func (ks *Keyspace) Info(se *Session) []DBInfo {
-	out := make([]DBInfo, ks.opts.Databases)
-	ttl := ks.newAvgTTLEstimate()
-	for _, s := range ks.shards {
-		s.rlock(se)
+	for {
+		// Physical numbers first; reported by logical ones under the map they were counted by
+		// (summed again should a swap come among the shards).
+		m := ks.dbm.cur.Load()
+		phys := make([]DBInfo, ks.opts.Databases) // a swap stays among these
+		ttl := ks.newAvgTTLEstimate()
+		for _, s := range ks.shards {
+			s.rlock(se)
+			for db := range phys {
+				phys[db].Keys += s.keys[db]
+				phys[db].Expires += s.expires[db]
+			}
+			ttl.addLocked(s)
+			s.runlock(se)
+		}
+		if ks.mapMoved(m) {
+			continue
+		}
+		out := make([]DBInfo, ks.opts.Databases)
 		for db := range out {
-			out[db].Keys += s.keys[db]
-			out[db].Expires += s.expires[db]
+			out[db] = phys[m[db]]
+			if out[db].Expires > 0 {
+				out[db].AvgTTLMs = ttl.avg(int(m[db]))
+			}
 		}
-		ttl.addLocked(s)
-		s.runlock(se)
+		return out
 	}
-	for db := range out {
-		if out[db].Expires > 0 {
-			out[db].AvgTTLMs = ttl.avg(db)
-		}
-	}
-	return out
 }
 
 // FlushDB removes every key of db: a FLUSHDB record in each shard that holds keys of db, one
 // transaction when there are several (txcond.go).
 func (ks *Keyspace) FlushDB(se *Session, db int) error {
 	if b := se.batch(); b != nil {
-		b.flush(db, false)
+		b.flush(int(ks.execMap(b)[db]), false)
 		return nil
 	}
 	unlock := ks.lockAll()
 	defer unlock()
+	db = ks.physicalDB(db) // every lock is held: the map is stable
 	var shards []*shard
 	for _, s := range ks.shards {
 		if s.keys[db] > 0 {
@@ -242,6 +265,7 @@ func (ks *Keyspace) FlushAll(se *Session) error {
 		s.avgTTLMs.Store(0)
 	})
 	if err == nil {
+		ks.resetDBMapLocked() // its keys went with InternalDB's
 		ks.changedLocked(se, ks.sessNow(se), ks.shards...)
 	}
 	unlock()

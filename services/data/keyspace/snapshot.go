@@ -23,6 +23,7 @@ import (
 type Snapshot struct {
 	ks     *Keyspace
 	now    int64
+	dbm    *dbMap // the database map at the snapshot's instant: Each speaks logical numbers
 	parts  []snapPart
 	unpins []func()
 	keys   int
@@ -42,7 +43,7 @@ func (ks *Keyspace) Snapshot(at func()) *Snapshot {
 	for _, s := range ks.shards {
 		s.mu.RLock()
 	}
-	sn := &Snapshot{ks: ks, now: ks.opts.Now()}
+	sn := &Snapshot{ks: ks, now: ks.opts.Now(), dbm: ks.dbm.cur.Load()}
 	if at != nil {
 		at()
 	}
@@ -119,10 +120,11 @@ func (sn *Snapshot) Each(fn func(db int, key []byte, v Value, m Meta) error) err
 				e := &p.ents[j]
 				key := p.key(j)
 				m := e.metaOf()
+				ldb := sn.logical(e.db())
 				if e.chunked() {
-					sk := keySnap{s: s, ok: true, meta: m, loc: vlog.Loc{Seg: e.seg, Off: e.off}, chunked: true, vlen: s.recLen(e)}
+					sk := keySnap{s: s, db: e.db(), ok: true, meta: m, loc: vlog.Loc{Seg: e.seg, Off: e.off}, chunked: true, vlen: s.recLen(e)}
 					sk.size = int(vlog.RecordSize(txExtLen(e.tx(), s.nshards), len(key), sk.vlen))
-					err = ks.readSnapChunked(nil, &sk, int(e.db()), key, func(v Value, m Meta, ok bool, rerr error) error {
+					err = ks.readSnapChunked(nil, &sk, ldb, key, func(v Value, m Meta, ok bool, rerr error) error {
 						if rerr != nil {
 							return rerr
 						}
@@ -131,14 +133,14 @@ func (sn *Snapshot) Each(fn func(db int, key []byte, v Value, m Meta) error) err
 							// let one go. Never send a snapshot without it.
 							return fmt.Errorf("keyspace: snapshot: chunked value of %q no longer readable", key)
 						}
-						return fn(int(e.db()), key, v, m)
+						return fn(ldb, key, v, m)
 					})
 					continue
 				}
 				var val []byte
 				val, err = ks.value(&pend[j-start])
 				if err == nil {
-					err = fn(int(e.db()), key, Value{Len: len(val), whole: val}, m)
+					err = fn(ldb, key, Value{Len: len(val), whole: val}, m)
 				}
 			}
 			for j := range pend {
@@ -152,4 +154,14 @@ func (sn *Snapshot) Each(fn func(db int, key []byte, v Value, m Meta) error) err
 		}
 	}
 	return nil
+}
+
+// logical is the logical number of physical database p at the snapshot's instant.
+func (sn *Snapshot) logical(p uint8) int {
+	for l, q := range sn.dbm {
+		if q == p {
+			return l
+		}
+	}
+	return int(p)
 }

@@ -39,7 +39,8 @@ const (
 
 // txKey is the transaction's view of one distinct key.
 type txKey struct {
-	db    uint8
+	db    uint8 // physical (dbmap.go)
+	ldb   uint8 // logical: the number the caller named
 	key   []byte
 	hash  uint64
 	shard *shard
@@ -102,6 +103,7 @@ type Tx struct {
 	uniq  []*txKey
 	now   int64
 	store []txKey
+	dbm   *dbMap // the map the keys were translated by (setup)
 	// ends, while a transaction of several records commits, is where each shard's part ends
 	// (an LSN); multiShard says it spans several shards.
 	ends       map[*shard]uint64
@@ -333,15 +335,41 @@ func (ks *Keyspace) Update(se *Session, keys []Key, fn func(tx *Tx) error) error
 		return ks.updateBatch(se, b, keys, fn)
 	}
 	tx := &Tx{ks: ks, noTouch: se != nil && se.noTouch}
-	tx.setup(keys)
-	shards := make([]*shard, 0, len(tx.uniq))
-	for _, k := range tx.uniq {
-		shards = append(shards, k.shard)
-	}
-	shards = sortShards(shards)
-	for attempt := 0; ; attempt++ {
+	var shards []*shard
+	for {
+		m := tx.setup(keys)
+		shards = make([]*shard, 0, len(tx.uniq))
+		for _, k := range tx.uniq {
+			shards = append(shards, k.shard)
+		}
+		shards = sortShards(shards)
 		for _, s := range shards {
 			s.mu.Lock()
+		}
+		if !ks.mapMoved(m) {
+			break
+		}
+		unlockAll(shards) // a swap came between: the keys' databases are others now
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			for {
+				for _, s := range shards {
+					s.mu.Lock()
+				}
+				if !ks.mapMoved(tx.dbm) {
+					break
+				}
+				// A swap came while the locks were down: translate again (the values fetched
+				// were of other keys, so they are dropped).
+				unlockAll(shards)
+				tx.setup(keys)
+				shards = shards[:0]
+				for _, k := range tx.uniq {
+					shards = append(shards, k.shard)
+				}
+				shards = sortShards(shards)
+			}
 		}
 		tx.begin(ks.sessNow(se))
 		err := fn(tx)
@@ -526,7 +554,15 @@ func (k *txKey) wants() bool {
 	return k.wantValue && !k.cacheValid() || k.wantMan || len(k.wantParts) > 0
 }
 
-func (tx *Tx) setup(keys []Key) {
+// setup lists the transaction's keys, their databases translated through the current map,
+// which it returns: the caller that takes the keys' locks after it checks that the map is still
+// that one once it holds them (mapMoved), or holds every lock already (an EXEC).
+func (tx *Tx) setup(keys []Key) *dbMap { return tx.setupMap(keys, tx.ks.dbm.cur.Load()) }
+
+// setupMap is setup with the map m.
+func (tx *Tx) setupMap(keys []Key, m *dbMap) *dbMap {
+	tx.dbm = m
+	tx.uniq = tx.uniq[:0]
 	tx.keys = make([]*txKey, len(keys))
 	tx.store = make([]txKey, 0, len(keys))
 	var seen map[string]*txKey
@@ -534,7 +570,7 @@ func (tx *Tx) setup(keys []Key) {
 		seen = make(map[string]*txKey, len(keys))
 	}
 	for i, key := range keys {
-		db := uint8(key.DB)
+		db := m[uint8(key.DB)]
 		var dup *txKey
 		if seen != nil {
 			dup = seen[string(append([]byte{db}, key.Key...))]
@@ -551,7 +587,7 @@ func (tx *Tx) setup(keys []Key) {
 			continue
 		}
 		h := tx.ks.hash(db, key.Key)
-		tx.store = append(tx.store, txKey{db: db, key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin, groupMin: tx.ks.opts.GroupThreshold})
+		tx.store = append(tx.store, txKey{db: db, ldb: uint8(key.DB), key: key.Key, hash: h, shard: tx.ks.shardOf(h), chunkMin: tx.ks.opts.chunkMin, groupMin: tx.ks.opts.GroupThreshold})
 		k := &tx.store[len(tx.store)-1]
 		tx.keys[i] = k
 		tx.uniq = append(tx.uniq, k)
@@ -559,6 +595,7 @@ func (tx *Tx) setup(keys []Key) {
 			seen[string(append([]byte{db}, key.Key...))] = k
 		}
 	}
+	return m
 }
 
 // begin loads each key's entry for a new attempt. Shard locks are held.
@@ -886,11 +923,9 @@ func (ks *Keyspace) Put(se *Session, db int, key, val []byte, expireAt int64, vt
 			return nil
 		})
 	}
-	h := ks.hash(uint8(db), key)
-	s := ks.shardOf(h)
-	s.mu.Lock()
+	pdb, h, s := ks.lockKey(db, key)
 	defer s.mu.Unlock()
-	k := txKey{db: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.GroupThreshold}
+	k := txKey{db: pdb, ldb: uint8(db), key: key, hash: h, shard: s, op: opPut, val: val, expireAt: expireAt, vtype: vtype &^ vtChunked, chunkMin: ks.opts.chunkMin, groupMin: ks.opts.GroupThreshold}
 	now := ks.sessNow(se)
 	if expireAt != 0 && expireAt <= now {
 		k.op = opDelete

@@ -45,15 +45,14 @@ func (w *Watches) Len() int { return len(w.regs) }
 
 // Watch adds (db, key) to w's watched keys.
 func (ks *Keyspace) Watch(w *Watches, db int, key []byte) {
-	h := ks.hash(uint8(db), key)
-	s := ks.shardOf(h)
+	pdb, h, s := ks.lockKey(db, key)
 	for _, r := range w.regs {
-		if r.s == s && r.db == uint8(db) && bytes.Equal(r.key, key) {
+		if r.s == s && r.db == pdb && bytes.Equal(r.key, key) {
+			s.mu.Unlock()
 			return
 		}
 	}
-	r := &watchReg{w: w, s: s, h: h, db: uint8(db), key: bytes.Clone(key)}
-	s.mu.Lock()
+	r := &watchReg{w: w, s: s, h: h, db: pdb, key: bytes.Clone(key)}
 	if i, _, ok := s.ix.find(uint32(h), r.db, key); ok && s.ix.entry(i).expired(ks.opts.Now()) {
 		r.expired = true
 	}

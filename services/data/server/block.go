@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,19 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 		return
 	}
 	var keys []string
+	var swapped []int
 	add := func(cmd *commands.Command, args [][]byte) {
+		if cmd.Name == "swapdb" {
+			// Every key of either database may now hold something (Redis's
+			// scanDatabaseForReadyKeys); a parked command that finds nothing parks again. A
+			// failed SWAPDB wakes them for nothing, which is harmless.
+			for _, a := range args[1:] {
+				if n, ok := commands.SwapDBIndex(a); ok {
+					swapped = append(swapped, n)
+				}
+			}
+			return
+		}
 		var pos []int
 		if cmd.Keys != nil {
 			pos, _ = cmd.Keys(args)
@@ -105,9 +118,29 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 		add(cmd, args)
 	}
 	for _, k := range wrote {
+		if k.AllKeys {
+			swapped = append(swapped, k.DB) // a script's SWAPDB
+			continue
+		}
 		keys = append(keys, blockKey(k.DB, k.Key))
 	}
+	if len(swapped) > 0 {
+		keys = append(keys, s.blockers.keysOf(swapped)...)
+	}
 	s.blockers.wake(keys)
+}
+
+// keysOf lists the keys (blockKey form) connections are parked on in databases dbs.
+func (b *blockers) keysOf(dbs []int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.byKey {
+		if slices.Contains(dbs, int(k[0])) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // block parks c, whose command args asked for it (Ctx.Block).

@@ -50,7 +50,9 @@ func (s *Server) trackCommand(c *conn, cmd *commands.Command, args [][]byte, mul
 			add(cmd, args)
 		}
 		for _, k := range c.ctx.Wrote {
-			keys = append(keys, k.Key)
+			if !k.AllKeys { // a script's SWAPDB: Redis 7.0 invalidates nothing for it
+				keys = append(keys, k.Key)
+			}
 		}
 		if flush {
 			s.track.InvalidateAll()
