@@ -1537,3 +1537,37 @@ func TestReplServedBlockedPopSkipsOtherType(t *testing.T) {
 	}
 	assertSameData(t, pc, fc, 1)
 }
+
+// TestReplFollowerRestartKeepsExpiredKeys kills the follower, changes keys with a TTL on the
+// primary before they expire (PERSIST, a push), and starts the follower again once the TTLs
+// have passed by the clock: the follower must not drop those keys as expired while it loads,
+// since the stream it resumes (a partial resync) makes them persistent.
+func TestReplFollowerRestartKeepsExpiredKeys(t *testing.T) {
+	_, f, pc, fc := replPair(t, "--repl-backlog-size", "64mb")
+	ctx := harness.Ctx(t)
+	set := time.Now()
+	pc.RPush(ctx, "list", "a")
+	pc.PExpire(ctx, "list", 1500*time.Millisecond)
+	pc.Set(ctx, "str", "v", 1500*time.Millisecond)
+	waitInSync(t, pc, fc)
+	f.Kill()
+	if err := pc.Persist(ctx, "list").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pc.RPush(ctx, "list", "b")
+	pc.Persist(ctx, "str")
+	if time.Since(set) > time.Second {
+		t.Skipf("the writes took %v: too slow to be before the TTLs ended", time.Since(set))
+	}
+	time.Sleep(time.Until(set.Add(2 * time.Second)))
+	f.Restart()
+	waitLinkUp(t, fc, replSyncWait)
+	waitInSync(t, pc, fc)
+	if got := fc.LRange(ctx, "list", 0, -1).Val(); strings.Join(got, ",") != "a,b" {
+		t.Errorf("follower's list = %q; want [a b] as the primary's", got)
+	}
+	if got := fc.Get(ctx, "str").Val(); got != "v" {
+		t.Errorf("follower's str = %q; want %q", got, "v")
+	}
+	assertSameData(t, pc, fc, 1)
+}

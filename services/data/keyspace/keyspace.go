@@ -130,6 +130,12 @@ type Options struct {
 	// quarantine directory and go on with the valid records after them, instead of refusing
 	// to start (see vlog's recovery).
 	RepairCorruption bool
+	// Follower opens the keyspace as a follower's (SetFollower(true)): a node that starts to
+	// follow a primary, or that waits for lavik-meta to say what it is. Nothing is removed for
+	// having expired, at Open either: the primary's stream from the follower's offset may still
+	// change a key that expired by this clock (a PERSIST, a push that its primary made before
+	// the key expired there), and only the primary's DEL removes it.
+	Follower bool
 }
 
 // Keyspace is the whole keyspace of a lavik-data process.
@@ -249,6 +255,7 @@ func Open(opts Options) (*Keyspace, error) {
 		return nil, err
 	}
 	ks := &Keyspace{opts: opts, log: opts.Logger, stop: make(chan struct{}), retry: make(chan struct{}, 1)}
+	ks.follower.Store(opts.Follower)
 	ks.SetLFU(10, 1) // Redis's defaults
 	if err := ks.tx.loadAborted(opts.FS, opts.Dir); err != nil {
 		return nil, err

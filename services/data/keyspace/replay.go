@@ -68,8 +68,11 @@ func (ks *Keyspace) replayShard(s *shard) error {
 	ks.ckpt.replayedRecords.Add(records)
 	ks.ckpt.replayedBytes.Add(bytes)
 	// Expired keys are dropped only once the whole log is replayed: a later EXPIRE or PERSIST
-	// record may have moved a key's expire-at past now, and it needs the entry to apply to.
-	s.dropExpiredLocked(ks.opts.Now())
+	// record may have moved a key's expire-at past now, and it needs the entry to apply to. A
+	// follower's are kept for its primary's DEL (Options.Follower).
+	if !ks.follower.Load() {
+		s.dropExpiredLocked(ks.opts.Now())
+	}
 	return nil
 }
 

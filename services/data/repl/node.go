@@ -188,6 +188,7 @@ func (n *Node) Start(host string, port int) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.ks.SetFollower(false) // a primary decides expiry (the keyspace may have opened as a follower's)
 	if _, ok := loadState(n.ks); ok {
 		n.forgetHistoryLocked()
 	}

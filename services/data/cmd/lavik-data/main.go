@@ -148,6 +148,8 @@ func run(args []string) int {
 		GroupThreshold:     int(cfg.Int("group-threshold")),
 		CheckpointInterval: checkpointInterval(cfg.Int("checkpoint-interval-bytes")),
 		RepairCorruption:   cfg.Get("repair-corrupt-log") == "yes",
+		// A node that follows, or waits for meta to place it, removes no expired key of its own.
+		Follower: startsAsFollower(cfg),
 	})
 	if err != nil {
 		log.Error("cannot open the data directory", "dir", cfg.Get("dir"), "err", err)
@@ -270,4 +272,11 @@ func logLevel(s string) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo
+}
+
+// startsAsFollower says the node starts as a follower (replicaof) or under lavik-meta, which
+// places it: until it is a primary its keyspace removes no key for having expired.
+func startsAsFollower(cfg *config.Config) bool {
+	host, _ := cfg.Replicaof()
+	return host != "" || cfg.Get("meta") != ""
 }
