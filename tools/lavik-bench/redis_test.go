@@ -124,7 +124,7 @@ func TestCompareRedisVsRedis(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "c.json")
 	code, out, errOut := runCLI(t, "compare", "--lavik-cmd", lavikAsRedis, "--redis-bin", "redis-server",
-		"--keys", "1000", "--conns", "4", "--pipelines", "1,8", "--rounds", "2", "--duration", "1s", "--warmup", "200ms",
+		"--keys", "1000", "--conns", "4", "--pipelines", "1,8", "--rounds", "2", "--duration", "400ms", "--warmup", "100ms",
 		"--no-progress", "--workdir", dir, "--json", jsonPath, "--csv", filepath.Join(dir, "c.csv"),
 		"--chart", filepath.Join(dir, "c.html"))
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
