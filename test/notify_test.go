@@ -548,15 +548,32 @@ func eventsUntilMarker(t *testing.T, s *harness.Server, c *redis.Client) func() 
 
 // eventsUntilMarkerFlags is eventsUntilMarker with notify-keyspace-events set to flags.
 func eventsUntilMarkerFlags(t *testing.T, s *harness.Server, c *redis.Client, flags string) func() []string {
+	if err := c.ConfigSet(harness.Ctx(t), "notify-keyspace-events", flags).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return untilMarker(t, subscribeEvents(t, s, "__keyevent@*"), c, func(m *redis.Message) string {
+		db, ev, _ := strings.Cut(strings.TrimPrefix(m.Channel, "__keyevent@"), "__:")
+		return db + ":" + ev + ":" + m.Payload
+	})
+}
+
+// subscribeEvents subscribes a client of s to the channel patterns, confirmed.
+func subscribeEvents(t *testing.T, s *harness.Server, patterns ...string) *redis.PubSub {
 	ctx := harness.Ctx(t)
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", flags).Err(); err != nil {
-		t.Fatal(err)
-	}
-	ps := s.Client().PSubscribe(ctx, "__keyevent@*")
+	ps := s.Client().PSubscribe(ctx, patterns...)
 	t.Cleanup(func() { ps.Close() })
-	if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
-		t.Fatal(err)
+	for range patterns {
+		if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return ps
+}
+
+// untilMarker returns a function that publishes a marker with c and returns the messages ps
+// received before it, each as format writes it.
+func untilMarker(t *testing.T, ps *redis.PubSub, c *redis.Client, format func(*redis.Message) string) func() []string {
+	ctx := harness.Ctx(t)
 	return func() []string {
 		t.Helper()
 		if err := c.Publish(ctx, "__keyevent@99__:marker", "m").Err(); err != nil {
@@ -575,11 +592,13 @@ func eventsUntilMarkerFlags(t *testing.T, s *harness.Server, c *redis.Client, fl
 			if msg.Channel == "__keyevent@99__:marker" {
 				return out
 			}
-			db, ev, _ := strings.Cut(strings.TrimPrefix(msg.Channel, "__keyevent@"), "__:")
-			out = append(out, db+":"+ev+":"+msg.Payload)
+			out = append(out, format(msg))
 		}
 	}
 }
+
+// channelPayload writes a message as channel=payload.
+func channelPayload(m *redis.Message) string { return m.Channel + "=" + m.Payload }
 
 // TestNotifyBlockedServed checks the events of a blocking pop served after it blocked: the
 // push's events, then the pop's (and the push of BLMOVE's destination), then "del" when the
@@ -627,35 +646,7 @@ func TestNotifyBlockedServed(t *testing.T) {
 // returns a function that publishes a marker with c and returns the messages (channel=payload)
 // received before it.
 func keyEvents(t *testing.T, s *harness.Server, c *redis.Client) func() []string {
-	ctx := harness.Ctx(t)
-	ps := s.Client().PSubscribe(ctx, "__keyspace@*", "__keyevent@*")
-	t.Cleanup(func() { ps.Close() })
-	for range 2 {
-		if _, err := ps.ReceiveTimeout(ctx, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func() []string {
-		t.Helper()
-		if err := c.Publish(ctx, "__keyevent@99__:marker", "m").Err(); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for {
-			m, err := ps.ReceiveTimeout(ctx, 5*time.Second)
-			if err != nil {
-				t.Fatalf("after %v: %v", out, err)
-			}
-			msg, ok := m.(*redis.Message)
-			if !ok {
-				continue
-			}
-			if msg.Channel == "__keyevent@99__:marker" {
-				return out
-			}
-			out = append(out, msg.Channel+"="+msg.Payload)
-		}
-	}
+	return untilMarker(t, subscribeEvents(t, s, "__keyspace@*", "__keyevent@*"), c, channelPayload)
 }
 
 // TestNotifyKeymissClasses checks which notify-keyspace-events values publish "keymiss": only

@@ -198,6 +198,24 @@ func TestSwapDBTouchesWatchedKeys(t *testing.T) {
 // TestSwapDBServesBlockedClient: a client blocked on a key is served when a swap brings a
 // database where the key exists.
 func TestSwapDBServesBlockedClient(t *testing.T) {
+	swapServesBLPOP(t, func(ctx context.Context, c *redis.Client) error { return c.Do(ctx, "SWAPDB", 0, 1).Err() })
+}
+
+// TestSwapDBInMultiServesBlockedClient: a SWAPDB inside EXEC wakes the blocked clients.
+func TestSwapDBInMultiServesBlockedClient(t *testing.T) {
+	swapServesBLPOP(t, func(ctx context.Context, c *redis.Client) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "SWAPDB", 0, 1)
+			return nil
+		})
+		return err
+	})
+}
+
+// swapServesBLPOP parks a BLPOP on q in database 0 while database 1 holds q, runs swap and
+// checks that the BLPOP is served from the swapped-in list.
+func swapServesBLPOP(t *testing.T, swap func(ctx context.Context, c *redis.Client) error) {
+	t.Helper()
 	s := harness.Start(t)
 	ctx := context.Background()
 	c0, c1 := s.Client(), s.ClientOpts(&redis.Options{DB: 1})
@@ -217,7 +235,7 @@ func TestSwapDBServesBlockedClient(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "the client blocks", func() bool {
 		return strings.Contains(c0.Info(ctx, "clients").Val(), "blocked_clients:1")
 	})
-	if err := c0.Do(ctx, "SWAPDB", 0, 1).Err(); err != nil {
+	if err := swap(ctx, c0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -226,7 +244,7 @@ func TestSwapDBServesBlockedClient(t *testing.T) {
 			t.Fatalf("BLPOP got %v", v)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("BLPOP not served by SWAPDB")
+		t.Fatal("BLPOP not served by the swap")
 	}
 	if n := c0.Exists(ctx, "q").Val(); n != 0 {
 		t.Fatal("the popped list is still there")
@@ -314,34 +332,7 @@ func TestSwapDBReplicated(t *testing.T) {
 
 // TestSwapDBInScriptServesBlockedClient: a SWAPDB a script runs wakes the blocked clients too.
 func TestSwapDBInScriptServesBlockedClient(t *testing.T) {
-	s := harness.Start(t)
-	ctx := context.Background()
-	c0, c1 := s.Client(), s.ClientOpts(&redis.Options{DB: 1})
-	if err := c1.RPush(ctx, "q", "hello").Err(); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan []string, 1)
-	go func() {
-		b := s.Client()
-		defer b.Close()
-		v, err := b.BLPop(ctx, 10*time.Second, "q").Result()
-		if err != nil {
-			v = []string{"error", err.Error()}
-		}
-		got <- v
-	}()
-	harness.Eventually(t, 5*time.Second, "the client blocks", func() bool {
-		return strings.Contains(c0.Info(ctx, "clients").Val(), "blocked_clients:1")
+	swapServesBLPOP(t, func(ctx context.Context, c *redis.Client) error {
+		return c.Eval(ctx, "return redis.call('SWAPDB', 0, 1)", nil).Err()
 	})
-	if err := c0.Eval(ctx, "return redis.call('SWAPDB', 0, 1)", nil).Err(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case v := <-got:
-		if strings.Join(v, ",") != "q,hello" {
-			t.Fatalf("BLPOP got %v", v)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("BLPOP not served by a script's SWAPDB")
-	}
 }

@@ -232,8 +232,8 @@ type Ctx struct {
 	InnerErrors int
 	// Wrote, set by a script (EVAL, FCALL, also inside EXEC), lists the keys its commands
 	// wrote, with the database each was written in, so that the server wakes the clients
-	// blocked on them: a script may write keys it did not declare. The server empties it
-	// before each command.
+	// blocked on them: a script may write keys it did not declare. SWAPDB adds its two
+	// databases (AllKeys), wherever it runs. The server empties it before each command.
 	Wrote []KeyRef
 	// engineHeld says the command runs inside an EXEC that holds the script engine (lockEngine).
 	engineHeld bool

@@ -602,7 +602,11 @@ func mpop(c *Ctx, keys [][]byte, left bool, count int64, counted bool) (key []by
 		if popped, err = popEnd(c, tx, i, v, left, int(min(count, math.MaxInt32))); err != nil {
 			return err
 		}
-		c.Propagate(popEffect(map[bool]string{true: "LPOP", false: "RPOP"}[left], keys[i], len(popped), counted))
+		name := "RPOP"
+		if left {
+			name = "LPOP"
+		}
+		c.Propagate(popEffect(name, keys[i], len(popped), counted))
 		return nil
 	})
 	return key, popped, err

@@ -322,14 +322,6 @@ func (h *scriptHost) noteWrote(cmd *Command, args [][]byte) {
 		pos = cmd.KeyIndexes(len(args))
 	}
 	db := int(h.c.Client.DB.Load())
-	if cmd.Name == "swapdb" {
-		for _, a := range args[1:] {
-			if n, ok := SwapDBIndex(a); ok {
-				h.c.Wrote = append(h.c.Wrote, KeyRef{DB: n, AllKeys: true})
-			}
-		}
-		return
-	}
 	for _, p := range pos {
 		h.c.Wrote = append(h.c.Wrote, KeyRef{DB: db, Key: bytes.Clone(args[p])})
 	}

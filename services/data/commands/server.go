@@ -107,12 +107,12 @@ func flushallCmd(c *Ctx) {
 // swapdbCmd is SWAPDB index1 index2: clients of either database see the other's keys from
 // then on (keyspace.SwapDB). Allowed in MULTI, as in Redis.
 func swapdbCmd(c *Ctx) {
-	a, ok := SwapDBIndex(c.Args[1])
+	a, ok := swapDBIndex(c.Args[1])
 	if !ok {
 		c.Err(Error("ERR invalid first DB index"))
 		return
 	}
-	b, ok := SwapDBIndex(c.Args[2])
+	b, ok := swapDBIndex(c.Args[2])
 	if !ok {
 		c.Err(Error("ERR invalid second DB index"))
 		return
@@ -124,12 +124,15 @@ func swapdbCmd(c *Ctx) {
 		c.Err(err)
 		return
 	}
+	// Every key of either database may now hold something (Redis's scanDatabaseForReadyKeys):
+	// the server wakes the clients parked on keys of both, alone, in EXEC or in a script.
+	c.Wrote = append(c.Wrote, KeyRef{DB: a, AllKeys: true}, KeyRef{DB: b, AllKeys: true})
 	c.OK()
 }
 
-// SwapDBIndex parses a SWAPDB database index as Redis does (an integer that fits in 32 bits;
+// swapDBIndex parses a SWAPDB database index as Redis does (an integer that fits in 32 bits;
 // the range is checked after).
-func SwapDBIndex(b []byte) (int, bool) {
+func swapDBIndex(b []byte) (int, bool) {
 	n, err := intArg(b)
 	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
 		return 0, false

@@ -601,7 +601,11 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64, counted bool) (key []byt
 		if items, err = v.pop(max, int(min(count, math.MaxInt32))); err != nil {
 			return err
 		}
-		c.Propagate(popEffect(map[bool]string{false: "ZPOPMIN", true: "ZPOPMAX"}[max], keys[i], len(items), counted))
+		name := "ZPOPMIN"
+		if max {
+			name = "ZPOPMAX"
+		}
+		c.Propagate(popEffect(name, keys[i], len(items), counted))
 		return v.store(c)
 	})
 	if err == nil && key != nil && len(items) > 0 {

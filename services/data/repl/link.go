@@ -522,7 +522,7 @@ func (a *applier) run(c unitCmd) {
 	}
 	ctx := &a.ctx
 	ctx.Client.DB.Store(int32(max(c.db, 0)))
-	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr, ctx.Block = c.args, cmd, false, false, nil, nil
+	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr, ctx.Block, ctx.Wrote = c.args, cmd, false, false, nil, nil, ctx.Wrote[:0]
 	ctx.W.Reset()
 	a.se.TrackKeys(ctx.TrackingKeys())
 	defer func() {

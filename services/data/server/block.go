@@ -91,17 +91,6 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 	var keys []string
 	var swapped []int
 	add := func(cmd *commands.Command, args [][]byte) {
-		if cmd.Name == "swapdb" {
-			// Every key of either database may now hold something (Redis's
-			// scanDatabaseForReadyKeys); a parked command that finds nothing parks again. A
-			// failed SWAPDB wakes them for nothing, which is harmless.
-			for _, a := range args[1:] {
-				if n, ok := commands.SwapDBIndex(a); ok {
-					swapped = append(swapped, n)
-				}
-			}
-			return
-		}
 		var pos []int
 		if cmd.Keys != nil {
 			pos, _ = cmd.Keys(args)
@@ -119,7 +108,7 @@ func (s *Server) signalWrites(db int, cmd *commands.Command, args [][]byte, mult
 	}
 	for _, k := range wrote {
 		if k.AllKeys {
-			swapped = append(swapped, k.DB) // a script's SWAPDB
+			swapped = append(swapped, k.DB) // a SWAPDB: a parked command that finds nothing parks again
 			continue
 		}
 		keys = append(keys, blockKey(k.DB, k.Key))

@@ -50,7 +50,7 @@ func (s *Server) trackCommand(c *conn, cmd *commands.Command, args [][]byte, mul
 			add(cmd, args)
 		}
 		for _, k := range c.ctx.Wrote {
-			if !k.AllKeys { // a script's SWAPDB: Redis 7.0 invalidates nothing for it
+			if !k.AllKeys { // a SWAPDB: Redis 7.0 invalidates nothing for it
 				keys = append(keys, k.Key)
 			}
 		}
