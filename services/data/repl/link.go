@@ -459,32 +459,8 @@ func (a *applier) flush() error {
 		if n == len(a.units) {
 			st = a.upto // with what came after the last unit (SELECT, PING, ...)
 		}
-		for attempt := 0; ; attempt++ {
-			a.held.Drop()
-			_, err := ks.Exec(a.se, nil, func() {
-				for _, u := range batch {
-					a.se.SetClock(u.clock)
-					for _, c := range u.cmds {
-						a.run(c)
-					}
-				}
-				ks.Put(a.se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString)
-			})
-			a.se.SetClock(0)
-			if err == nil {
-				err = a.se.Wait()
-			}
-			if err == nil {
-				break
-			}
-			if attempt == 0 {
-				a.l.n.log.Warn("replication: cannot apply the stream; retrying", "err", err)
-			}
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-a.l.ctx.Done():
-				return a.l.ctx.Err()
-			}
+		if err := a.applyOnce(batch, st); err != nil {
+			return err
 		}
 		a.units = a.units[n:]
 		a.l.applied.Store(st.offset)
@@ -503,6 +479,62 @@ func (a *applier) flush() error {
 		a.l.ackNow()
 	}
 	return nil
+}
+
+// applyOnce applies batch, bringing the follower to state st, exactly once, and waits until it is
+// durable. A commit that fails applied nothing (keyspace.Exec) and is run again; once it
+// succeeded the batch is in memory and in the logs' tails, so a failed durability wait is
+// retried as a wait, never as a second run: running it again would apply INCR twice.
+func (a *applier) applyOnce(batch []unit, st replState) error {
+	ks := a.l.n.ks
+	logged := false
+	for {
+		a.held.Drop()
+		_, err := ks.Exec(a.se, nil, func() {
+			for _, u := range batch {
+				a.se.SetClock(u.clock)
+				for _, c := range u.cmds {
+					a.run(c)
+				}
+			}
+			ks.Put(a.se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString)
+		})
+		a.se.SetClock(0)
+		if err == nil {
+			break
+		}
+		if !logged {
+			a.l.n.log.Warn("replication: cannot apply the stream; retrying", "err", err)
+			logged = true
+		}
+		if err := a.pause(); err != nil {
+			return err
+		}
+	}
+	// A failed wait forgets what the session waited for (Session.Wait), so the retries wait
+	// for everything the logs hold, which covers the batch.
+	err := a.se.Wait()
+	for err != nil {
+		if !logged {
+			a.l.n.log.Warn("replication: the applied stream is not durable yet; waiting", "err", err)
+			logged = true
+		}
+		if err := a.pause(); err != nil {
+			return err
+		}
+		err = ks.WaitAll()
+	}
+	return nil
+}
+
+// pause waits before a retry, or returns the link's end.
+func (a *applier) pause() error {
+	select {
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	case <-a.l.ctx.Done():
+		return a.l.ctx.Err()
+	}
 }
 
 // run runs one command of the stream. Its reply goes nowhere: the primary's client got it.

@@ -49,6 +49,10 @@ type conn struct {
 	midFlushed bool
 	// broken: nothing more may be sent; the connection closes.
 	broken bool
+	// unsettled is what a detached command's mid-command flush (flushMid) found and sent
+	// nothing for: the durability wait's error, or errLeaseLost. Its Wait forgot what it
+	// waited for, so the next waitDurable fails the replies in spans by it.
+	unsettled error
 
 	// The loop's state of the connection.
 	cmds               []resp.Command // parsed; cmds[next:] not run yet
@@ -159,28 +163,51 @@ func (c *conn) hijack() (net.Conn, <-chan struct{}, error) {
 	return nc, c.hijacked, nil
 }
 
-// waitDurable waits for the durability the pending replies depend on. When the wait fails (the
-// value log cannot write), the replies that depended on it become errors that say what happened
-// (DurabilityError); if one of them was partly sent already it reports false: the connection
-// must close.
+// waitDurable waits for the durability the pending replies depend on, then checks that the
+// node may still acknowledge writes (its lease: a write acknowledged now could otherwise come
+// after another node took over). When the wait fails (the value log cannot write), the replies
+// that depended on it become errors that say what happened (DurabilityError); when the lease is
+// gone, the writes' replies become ErrLeaseLost. If one of them was partly sent already it
+// reports false: the connection must close. flushMid makes the same checks mid-command.
 func (c *conn) waitDurable() bool {
-	if c.ctx.Sess.Dirty() {
-		if err := c.ctx.Sess.Wait(); err != nil {
-			c.s.log.Error("replies depend on writes not durable; failing them", "client", c.cl.Addr, "err", err)
-			for _, sp := range c.spans {
-				if sp.partial {
-					c.spans = c.spans[:0]
-					return false
-				}
-			}
+	if !c.ctx.Sess.Dirty() && c.unsettled == nil {
+		c.spans = c.spans[:0]
+		return true
+	}
+	err := c.settle()
+	c.unsettled = nil
+	ok := true
+	switch {
+	case errors.Is(err, errLeaseLost):
+		ok = c.failWrites()
+	case err != nil:
+		c.s.log.Error("replies depend on writes not durable; failing them", "client", c.cl.Addr, "err", err)
+		for _, sp := range c.spans {
+			ok = ok && !sp.partial
+		}
+		if ok {
 			c.replaceSpans(err)
-		} else if !c.s.repl.Writable() && !c.failWrites() {
-			c.spans = c.spans[:0]
-			return false
 		}
 	}
 	c.spans = c.spans[:0]
-	return true
+	return ok
+}
+
+// errLeaseLost says the node may no longer acknowledge writes (settle).
+var errLeaseLost = errors.New("server: the write lease ran out")
+
+// settle makes the session's writes durable and checks the lease: nil when the pending
+// replies may go, else the durability error (first) or errLeaseLost. A failure met earlier by
+// flushMid (unsettled) counts too.
+func (c *conn) settle() error {
+	err := c.unsettled
+	if werr := c.ctx.Sess.Wait(); werr != nil && (err == nil || errors.Is(err, errLeaseLost)) {
+		err = werr
+	}
+	if err == nil && !c.s.repl.Writable() {
+		err = errLeaseLost
+	}
+	return err
 }
 
 // failWrites replaces the replies of the writes waiting for their acknowledgement by
@@ -356,11 +383,20 @@ func (c *conn) longValue(key []byte) bool {
 }
 
 // flushMid is commands.Ctx.Flush for a detached command: a long reply goes to the client once
-// what it depends on is durable. A failed wait stops the command; the replies before it are
-// failed by the final flush.
+// what it depends on is durable and the node may still acknowledge the writes before it (the
+// checks waitDurable makes). A failure stops the command with nothing sent; the replies before
+// it are failed by the final flush.
 func (c *conn) flushMid() error {
+	if c.unsettled != nil {
+		return c.unsettled
+	}
 	if c.ctx.Sess.Dirty() {
-		if err := c.ctx.Sess.Wait(); err != nil {
+		if err := c.settle(); err != nil {
+			// Nothing goes: the final flush (waitDurable) fails the replies it concerns.
+			c.unsettled = err
+			if errors.Is(err, errLeaseLost) {
+				return commands.ErrLeaseLost
+			}
 			c.s.log.Error("a long reply depends on writes not durable; abandoning it", "client", c.cl.Addr, "err", err)
 			return err
 		}

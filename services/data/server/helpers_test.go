@@ -15,6 +15,7 @@ import (
 	"github.com/lavikdb/lavik/pkg/vfs"
 	"github.com/lavikdb/lavik/services/data/config"
 	"github.com/lavikdb/lavik/services/data/keyspace"
+	"github.com/lavikdb/lavik/services/data/repl"
 	"github.com/lavikdb/lavik/services/data/server"
 	"github.com/lavikdb/lavik/services/data/vlog"
 )
@@ -32,6 +33,7 @@ type testServer struct {
 	ks     *keyspace.Keyspace
 	cfg    *config.Config
 	engine vlog.Engine
+	node   *repl.Node // with startServerRepl
 	addr   string
 	// served is closed when Serve has returned serveErr.
 	served   chan struct{}
@@ -81,6 +83,13 @@ func startDiskServerOn(t *testing.T, fs vfs.FS, settings ...string) *testServer 
 
 func startServerOn(t *testing.T, fs vfs.FS, dir string, engine vlog.Engine, settings ...string) *testServer {
 	t.Helper()
+	return startServerRepl(t, fs, dir, engine, false, settings...)
+}
+
+// startServerRepl is startServerOn; withRepl gives the server a replication node of its own
+// (ts.node), as lavik-data's main does: a primary until told to follow.
+func startServerRepl(t *testing.T, fs vfs.FS, dir string, engine vlog.Engine, withRepl bool, settings ...string) *testServer {
+	t.Helper()
 	cfg := config.New()
 	set := func(name, value string) {
 		if err := cfg.SetStartup(name, value); err != nil {
@@ -126,11 +135,19 @@ func startServerOn(t *testing.T, fs vfs.FS, dir string, engine vlog.Engine, sett
 		t.Fatal(err)
 	}
 	ts := &testServer{srv: srv, ks: ks, cfg: cfg, engine: engine, addr: srv.Addr().String(), served: make(chan struct{})}
+	if withRepl {
+		ts.node = repl.New(ks, repl.Options{FS: fs, Dir: dir, BacklogSize: 64 << 20, Logger: quietLogger, Server: srv, PubSub: srv.PubSub(),
+			MasterAuth: func() string { return "" }, ListeningPort: func() int { return srv.Addr().(*net.TCPAddr).Port }})
+		srv.SetReplication(ts.node)
+	}
 	go func() {
 		ts.serveErr = srv.Serve()
 		close(ts.served)
 	}()
 	t.Cleanup(func() {
+		if ts.node != nil {
+			ts.node.Close()
+		}
 		srv.Close()
 		<-ts.served
 		if ts.serveErr != nil {
