@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -106,9 +107,15 @@ func TestReplFollowerDiskFaultsApplyOnce(t *testing.T) {
 	}
 	t.Logf("bursts %v; %d writes and syncs failed on the follower", bursts, faults.failed.Load())
 
-	eventually(t, "the follower to apply everything", func() bool {
-		return follower.node.Status().Offset == primary.node.Offset()
-	})
+	deadline := time.Now().Add(waitFor)
+	for follower.node.Status().Offset != primary.node.Offset() {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<22)
+			t.Logf("%s", buf[:runtime.Stack(buf, true)])
+			t.Fatalf("the follower did not catch up in %v: its status %+v, the primary's offset %d", waitFor, follower.node.Status(), primary.node.Offset())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	pc, fc := primary.dial(t), follower.dial(t)
 	if pd, fd := pc.do("LAVIK.DIGEST"), fc.do("LAVIK.DIGEST"); pd != fd {
 		t.Errorf("digests differ: primary %s, follower %s", pd, fd)

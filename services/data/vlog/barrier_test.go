@@ -6,6 +6,7 @@ package vlog
 
 import (
 	"bytes"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -741,4 +742,63 @@ func dumpLogs(logs []*Log) string {
 		l.mu.Unlock()
 	}
 	return s
+}
+
+// failWrites fails every write under prefix while on.
+type failWrites struct {
+	prefix string
+	on     atomic.Bool
+}
+
+func (f *failWrites) MaybeError(op vfs.Op, path string) error {
+	if op == vfs.OpWrite && f.on.Load() && strings.HasPrefix(path, f.prefix) {
+		return errInjected
+	}
+	return nil
+}
+
+var errInjected = fmt.Errorf("injected write failure")
+
+// TestBarrierPeerFailureClears: a's write leader fails at a transaction's barrier because b
+// cannot write its part, which leaves a refusing appends (its error names the peer). Once b
+// writes again, whoever resolves that barrier (here a reader's FlushTx, not a's leader) clears
+// a's error, and so does a's Retry: a log whose own writes work must not refuse appends for
+// ever because a peer failed once.
+func TestBarrierPeerFailureClears(t *testing.T) {
+	inj := &failWrites{prefix: "/b/"}
+	_, a, b := barrierLogs(t, inj)
+	_, aEnd := appendPut(t, a, 0, []byte("part of the transaction in a"))
+	_, bEnd := appendPut(t, b, 1, []byte("part of the transaction in b"))
+	a.AddBarrier(aEnd, []Peer{{Log: b, LSN: bEnd}})
+	b.AddBarrier(bEnd, []Peer{{Log: a, LSN: aEnd}})
+	_, later := appendPut(t, a, 2, []byte("written after the transaction in a"))
+
+	inj.on.Store(true)
+	var we *WriteError
+	if err := a.Flush(later, false); !errors.As(err, &we) || !we.Peer {
+		t.Fatalf("a's flush past the barrier while b fails: %v, want a peer WriteError", err)
+	}
+	if _, _, err := a.Append(Header{Kind: KindPut, Version: 9}, []byte("k"), []byte("v")); err == nil {
+		t.Fatal("a took an append while its transaction's part in b was not written")
+	}
+	inj.on.Store(false)
+	if err := b.Flush(bEnd, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FlushTx(aEnd, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WriteErr(); err != nil {
+		t.Fatalf("a's error stands after its barrier resolved: %v", err)
+	}
+	if err := a.Retry(); err != nil {
+		t.Fatal(err)
+	}
+	_, end := appendPut(t, a, 3, []byte("after the recovery"))
+	if err := a.Flush(end, true); err != nil {
+		t.Fatal(err)
+	}
+	if a.DurableLSN(true) < end {
+		t.Fatalf("a durable to %d, want %d", a.DurableLSN(true), end)
+	}
 }

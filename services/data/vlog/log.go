@@ -103,6 +103,9 @@ var ErrSegmentGone = errors.New("vlog: segment gone")
 type WriteError struct {
 	Op  string // "write", "sync" or "create"
 	Err error
+	// Peer: the write that failed was another log's part of a transaction this log's later
+	// bytes wait for (resolveLocked); this log's own writes work.
+	Peer bool
 }
 
 func (e *WriteError) Error() string { return "vlog: " + e.Op + " segment: " + e.Err.Error() }
@@ -803,12 +806,28 @@ func (l *Log) resolveLocked(b barrier) error {
 	if err != nil {
 		// This log cannot go on until the other part is written: its writes fail, and refuse,
 		// until a retry finds the other log writing again.
-		werr := &WriteError{Op: "write", Err: fmt.Errorf("a transaction's part in another shard: %w", err)}
+		werr := &WriteError{Op: "write", Peer: true, Err: fmt.Errorf("a transaction's part in another shard: %w", err)}
 		l.setWriteErrLocked(werr)
 		return werr
 	}
 	l.markResolvedLocked(b.end)
+	l.clearPeerErrLocked()
 	return nil
+}
+
+// clearPeerErrLocked clears the standing error if it was another log's (resolveLocked) and no
+// barrier of this log waits for a peer any more: whoever resolved the barrier (this leader, or
+// another caller's) cleared what held the log back, and nothing else would, since a log with
+// nothing more to write never tries the peer again.
+func (l *Log) clearPeerErrLocked() {
+	var we *WriteError
+	if !errors.As(l.writeErr, &we) || !we.Peer {
+		return
+	}
+	if b, ok := l.pendingBarrierLocked(); ok && b.end <= l.boundLocked(writtenOf) {
+		return
+	}
+	l.setWriteErrLocked(nil)
 }
 
 // leadSyncLocked syncs everything written so far, in order, outside mu, trims the synced bytes
@@ -962,7 +981,43 @@ func (l *Log) Sync() error { return l.Flush(l.AppendedLSN(), true) }
 // Retry writes and syncs whatever the last failure left unwritten, clearing the write error
 // when that works. The keyspace calls it every second while an error stands, so writing
 // resumes by itself once the disk has room again.
-func (l *Log) Retry() error { return l.Sync() }
+func (l *Log) Retry() error {
+	if err := l.resolveWritten(); err != nil {
+		return err
+	}
+	return l.Sync()
+}
+
+// resolveWritten resolves, as the write leader, the barriers whose part of this log is
+// written: after another log's part failed to write (resolveLocked), a log that has nothing
+// more to write never asks that log again, so its Retry does, and clears the error once
+// every barrier is resolved.
+func (l *Log) resolveWritten() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.writing && !l.closed {
+		l.cond.Wait()
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	l.writing = true
+	defer func() {
+		l.writing = false
+		l.cond.Broadcast()
+	}()
+	for {
+		b, ok := l.pendingBarrierLocked()
+		if !ok || b.end > l.boundLocked(writtenOf) {
+			break
+		}
+		if err := l.resolveLocked(b); err != nil {
+			return err
+		}
+	}
+	l.clearPeerErrLocked()
+	return nil
+}
 
 // Mark appends a mark record when the active segment's records do not prove what is durable:
 // its synced records, or the seal of the previous segment, which recovery needs to tell a torn
