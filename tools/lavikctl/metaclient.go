@@ -136,6 +136,16 @@ type metaSection struct {
 	Linearizable bool         `json:"linearizable"`
 	Leader       string       `json:"leader"`
 	Members      []memberDesc `json:"members"`
+	// Groups are the shard groups as the leader sees them (nil when it could not be asked).
+	Groups []groupDesc `json:"groups,omitempty"`
+}
+
+// groupDesc is a shard group in status's meta section.
+type groupDesc struct {
+	ID              string `json:"id"`
+	Epoch           uint64 `json:"epoch"`
+	Primary         string `json:"primary"`
+	NoPrimaryReason string `json:"no_primary_reason"`
 }
 
 type memberDesc struct {
@@ -167,9 +177,24 @@ func metaSummary(ctx context.Context, g globals) (metaSection, *exitError) {
 	}
 	s.Linearizable = resp.Linearizable
 	s.Members = membersDesc(resp.Members)
+	leaderAddr := ""
 	for _, mb := range s.Members {
 		if mb.IsLeader {
-			s.Leader = mb.Name
+			s.Leader, leaderAddr = mb.Name, mb.ClientAddress
+		}
+	}
+	// What the nodes report, and why a group has no primary, only the leader knows.
+	if leaderAddr != "" {
+		lm := &metaClient{addrs: []string{leaderAddr}, timeout: g.Timeout, note: func(string) {}}
+		if topo, err := getTopology(ctx, lm, g.Timeout, true); err == nil && topo.HeartbeatsKnown {
+			s.Groups = []groupDesc{}
+			for _, sg := range topo.ShardGroups {
+				gd := groupDesc{ID: sg.Id, Epoch: sg.Epoch, NoPrimaryReason: sg.NoPrimaryReason}
+				if sg.Primary != nil {
+					gd.Primary = sg.Primary.NodeId
+				}
+				s.Groups = append(s.Groups, gd)
+			}
 		}
 	}
 	return s, nil
@@ -195,7 +220,22 @@ func (s metaSection) tables() []table {
 	if !s.Linearizable {
 		t.title += ", as one member last knew them"
 	}
-	return []table{t}
+	out := []table{t}
+	if s.Groups != nil {
+		gt := table{title: "shard groups (as the leader sees them)", columns: []string{"GROUP", "EPOCH", "PRIMARY", "STATE"}}
+		for _, g := range s.Groups {
+			state := "ok"
+			switch {
+			case g.NoPrimaryReason != "":
+				state = "NO WRITABLE PRIMARY: no follower is fit to be promoted: " + g.NoPrimaryReason
+			case g.Primary == "":
+				state = "no primary yet (a failover may be in progress)"
+			}
+			gt.rows = append(gt.rows, []string{g.ID, strconv.FormatUint(g.Epoch, 10), orNone(g.Primary), state})
+		}
+		out = append(out, gt)
+	}
+	return out
 }
 
 func membersTable(ms []memberDesc) table {

@@ -47,7 +47,8 @@ func sampleStatus() statusDoc {
 	f := nodeFromStatus("10.0.0.2:7000", &datav1.StatusResponse{NodeId: "data-2", Role: commonv1.Role_ROLE_FOLLOWER, Epoch: 3,
 		ReplicationId: "r1", ReplicationOffset: 900, KeyCount: 5, DiskBytes: 1 << 20, Version: "0.1.0",
 		PrimaryLink: &datav1.PrimaryLink{PrimaryAddress: "10.0.0.1:6379", State: datav1.LinkState_LINK_STATE_FULL_SYNC,
-			PrimaryOffset: 1000, FullSyncBytesReceived: 3 << 20}})
+			PrimaryOffset: 1000, FullSyncBytesReceived: 3 << 20},
+		DataIncomplete: true, DataIncompleteReason: "full resync from 10.0.0.1:6379 not finished"})
 	down := nodeStatus{Address: "10.0.0.3:7000", failure: &exitError{code: exitFailed, err: errString("cannot reach data node 10.0.0.3:7000 (connection refused): x")}}
 	down.Error = down.failure.err.Error()
 	slow := nodeStatus{Address: "10.0.0.4:7000", failure: &exitError{code: exitTimeout, err: errString("did not answer")}}
@@ -65,11 +66,12 @@ func TestStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"NODE           ROLE         EPOCH  WRITABLE  OFFSET  LAG                                 KEYS  DISK     VERSION\n" +
-		"10.0.0.1:7000  STANDALONE   0      yes       1000    10.0.0.2:6379 100 B ONLINE          5     2.0 KiB  0.1.0\n" +
-		"data-2         FOLLOWER     3      no        900     100 B FULL_SYNC (3.0 MiB received)  5     1.0 MiB  0.1.0\n" +
-		"10.0.0.3:7000  UNREACHABLE  -      -         -       -                                   -     -        -\n" +
-		"10.0.0.4:7000  TIMEOUT      -      -         -       -                                   -     -        -\n" +
+		"NODE           ROLE         EPOCH  WRITABLE  OFFSET  LAG                                 DATA        KEYS  DISK     VERSION\n" +
+		"10.0.0.1:7000  STANDALONE   0      yes       1000    10.0.0.2:6379 100 B ONLINE          complete    5     2.0 KiB  0.1.0\n" +
+		"data-2         FOLLOWER     3      no        900     100 B FULL_SYNC (3.0 MiB received)  INCOMPLETE  5     1.0 MiB  0.1.0\n" +
+		"10.0.0.3:7000  UNREACHABLE  -      -         -       -                                   -           -     -        -\n" +
+		"10.0.0.4:7000  TIMEOUT      -      -         -       -                                   -           -     -        -\n" +
+		"data-2: data incomplete, never promoted: full resync from 10.0.0.1:6379 not finished\n" +
 		"\n" +
 		"meta: not configured\n"
 	if b.String() != want {
@@ -99,7 +101,7 @@ func TestStatusJSONFields(t *testing.T) {
 		slices.Sort(ks)
 		return strings.Join(ks, ",")
 	}
-	if k := keys(got.Nodes[0]); k != "address,disk_bytes,epoch,error,followers,keys,node_id,reachable,replication_id,replication_offset,role,version,writable" {
+	if k := keys(got.Nodes[0]); k != "address,data_incomplete,data_incomplete_reason,disk_bytes,epoch,error,followers,keys,node_id,reachable,replication_id,replication_offset,role,version,writable" {
 		t.Errorf("primary's fields: %s", k)
 	}
 	if k := keys(got.Nodes[1]); !strings.Contains(k, "primary_link") {

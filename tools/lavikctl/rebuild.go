@@ -20,6 +20,13 @@ copies everything again from --primary (the primary's RESP address, host:port), 
 that primary if it followed another. A primary or standalone node refuses (its data is the
 authoritative copy: exit status 1), as does a node whose epoch is not --expected-epoch.
 
+Under lavik-meta the node takes a rebuild only at its current epoch and only from the primary
+meta made it follow, so that a rebuild cannot race a failover: without --expected-epoch,
+lavikctl passes the epoch the node reported just before (if a failover comes in between, the
+node refuses; look at lavikctl status and ask again). While the copy runs the node's data is
+incomplete and meta will not promote it; if its primary dies meanwhile the group waits for the
+primary to come back rather than lose data.
+
 Then, unless --no-wait, it polls Status every 200 ms and shows the bytes of the full sync
 received so far (a spinner on a terminal; on anything else a plain line at most once a second,
 on stderr), until the follower's link is ONLINE and its offset has reached its primary's, and
@@ -42,7 +49,7 @@ func rebuildCommand(stdout, stderr io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "the follower's admin address (lavik-data --admin-port), `host:port`"},
 			&cli.StringFlag{Name: "primary", Usage: "the primary's RESP address, `host:port`"},
-			&cli.Uint64Flag{Name: "expected-epoch", Usage: "rebuild only if the node is at this epoch (0: any)"},
+			&cli.Uint64Flag{Name: "expected-epoch", Usage: "rebuild only if the node is at this epoch (0: the epoch it reports now)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "return once the rebuild has started"},
 			&cli.DurationFlag{Name: "wait-timeout", Usage: "stop waiting after this long, with exit status 3 (0: wait until done)"},
 		},
@@ -128,9 +135,13 @@ func runRebuild(ctx context.Context, g globals, o rebuildOpts, stdout io.Writer,
 	if err != nil {
 		return err
 	}
+	epoch := o.ExpectedEpoch
+	if epoch == 0 {
+		epoch = before.Epoch // 0 for a node without meta, which takes any
+	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, g.Timeout)
-	resp, err := datav1.NewDataAdminClient(c.cc).Rebuild(rctx, &datav1.RebuildRequest{PrimaryAddress: o.Primary, ExpectedEpoch: o.ExpectedEpoch})
+	resp, err := datav1.NewDataAdminClient(c.cc).Rebuild(rctx, &datav1.RebuildRequest{PrimaryAddress: o.Primary, ExpectedEpoch: epoch})
 	cancel()
 	if err != nil {
 		return c.callError("Rebuild", g.Timeout, err)

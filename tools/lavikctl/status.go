@@ -29,22 +29,29 @@ topology names (--meta), each at the admin address it registered, by shard group
    LAG       a follower: its primary's offset as it knows it minus its own, and the link's state;
              a node with followers: each follower's address, the node's offset minus the
              follower's acknowledged offset, and the link's state
+   DATA      complete, or INCOMPLETE: a full resync emptied the node and has not finished (or,
+             under meta, it has never completed one); such a node is never promoted, and a note
+             below the table says why
    KEYS      live keys in all databases
    DISK      bytes the value log takes on disk
    VERSION   lavik-data's version
 
 Then the meta section: "meta: not configured" without --meta; with --meta, lavik-meta's
-members and leader (a stale read, so it answers without a quorum).
+members and leader (a stale read, so it answers without a quorum), and the shard groups as the
+leader sees them: epoch, primary, and, when a group needs a primary and no follower is fit to be
+one, why each is not.
 
 With --json, one document with these stable fields (offsets and sizes in bytes, ages in ms):
 
    {"nodes": [{"address", "reachable", "error", "node_id", "role", "epoch", "writable",
-               "replication_id", "replication_offset", "keys", "disk_bytes", "version",
+               "replication_id", "replication_offset", "data_incomplete", "data_incomplete_reason",
+               "keys", "disk_bytes", "version",
                "primary_link": {"primary_address", "state", "primary_offset", "lag_bytes",
                                 "last_io_age_ms", "full_sync_bytes_received"},   (followers only)
                "followers": [{"address", "state", "acked_offset", "lag_bytes", "last_ack_age_ms"}]}],
     "meta": {"configured", "message", "error", "linearizable", "leader", "members":
-             [{"id", "name", "peer_address", "client_address", "is_leader"}]}}
+             [{"id", "name", "peer_address", "client_address", "is_leader"}],
+             "groups": [{"id", "epoch", "primary", "no_primary_reason"}]}}
 
 A node with "reachable": false has only "address" and "error" filled in. Link states are
 HANDSHAKE, FULL_SYNC, ONLINE (or UNSPECIFIED); "error" is empty when the call worked.`
@@ -127,6 +134,8 @@ type nodeStatus struct {
 	Writable          bool           `json:"writable"`
 	ReplicationID     string         `json:"replication_id"`
 	ReplicationOffset uint64         `json:"replication_offset"`
+	DataIncomplete    bool           `json:"data_incomplete"`
+	IncompleteReason  string         `json:"data_incomplete_reason"`
 	PrimaryLink       *primaryLink   `json:"primary_link,omitempty"`
 	Followers         []followerLink `json:"followers"`
 	Keys              uint64         `json:"keys"`
@@ -253,6 +262,8 @@ func nodeFromStatus(addr string, st *datav1.StatusResponse) nodeStatus {
 		Writable:          st.Writable,
 		ReplicationID:     st.ReplicationId,
 		ReplicationOffset: st.ReplicationOffset,
+		DataIncomplete:    st.DataIncomplete,
+		IncompleteReason:  st.DataIncompleteReason,
 		Followers:         []followerLink{},
 		Keys:              st.KeyCount,
 		DiskBytes:         st.DiskBytes,
@@ -284,18 +295,23 @@ func linkStateName(s datav1.LinkState) string { return strings.TrimPrefix(s.Stri
 
 // tables is the person's view of the document.
 func (d statusDoc) tables() []table {
-	t := table{columns: []string{"NODE", "ROLE", "EPOCH", "WRITABLE", "OFFSET", "LAG", "KEYS", "DISK", "VERSION"}}
+	t := table{columns: []string{"NODE", "ROLE", "EPOCH", "WRITABLE", "OFFSET", "LAG", "DATA", "KEYS", "DISK", "VERSION"}}
 	for _, n := range d.Nodes {
 		if !n.Reachable {
-			t.rows = append(t.rows, []string{n.Address, failureRole(n.failure), "-", "-", "-", "-", "-", "-", "-"})
+			t.rows = append(t.rows, []string{n.Address, failureRole(n.failure), "-", "-", "-", "-", "-", "-", "-", "-"})
 			continue
 		}
 		name := n.NodeID
 		if name == "" {
 			name = n.Address
 		}
+		data := "complete"
+		if n.DataIncomplete {
+			data = "INCOMPLETE"
+			t.notes = append(t.notes, fmt.Sprintf("%s: data incomplete, never promoted: %s", name, n.IncompleteReason))
+		}
 		t.rows = append(t.rows, []string{name, n.Role, strconv.FormatUint(n.Epoch, 10), yesNo(n.Writable),
-			strconv.FormatUint(n.ReplicationOffset, 10), n.lagCell(), strconv.FormatUint(n.Keys, 10),
+			strconv.FormatUint(n.ReplicationOffset, 10), n.lagCell(), data, strconv.FormatUint(n.Keys, 10),
 			humanBytes(n.DiskBytes), n.Version})
 	}
 	return append([]table{t}, d.Meta.tables()...)

@@ -18,9 +18,14 @@ nodes (primary first) with their role, health, addresses, replication offset and
 their last heartbeat. What nodes report (health, offset, heartbeat) only the meta leader knows:
 asked of another member, those columns show "-".
 
+A node whose data is incomplete (a full resync emptied it and has not finished, or it has never
+completed one) is never promoted: its HEALTH shows SYNCING and a note below the table says why.
+A group that needs a new primary and has no follower fit to be one says why each is not.
+
 With --json: {"version", "linearizable", "applied_index", "heartbeats_known", "shard_groups": [{"id", "epoch",
-"slots": [{"start", "end"}], "nodes": [{"node_id", "data_address", "admin_address", "role",
-"health", "replication_id", "replication_offset", "last_heartbeat_unix_ms", "version"}]}]}
+"no_primary_reason", "slots": [{"start", "end"}], "nodes": [{"node_id", "data_address", "admin_address", "role",
+"health", "health_detail", "data_incomplete", "replication_id", "replication_offset",
+"last_heartbeat_unix_ms", "version"}]}]}
 (nodes primary first; roles PRIMARY, FOLLOWER, UNSPECIFIED; health OK, LOADING, SYNCING,
 DEGRADED, UNSPECIFIED).`
 
@@ -73,10 +78,12 @@ type topologyDoc struct {
 }
 
 type shardGroup struct {
-	ID    string      `json:"id"`
-	Epoch uint64      `json:"epoch"`
-	Slots []slotRange `json:"slots"`
-	Nodes []topoNode  `json:"nodes"`
+	ID    string `json:"id"`
+	Epoch uint64 `json:"epoch"`
+	// NoPrimaryReason: the group needs a primary and no follower is fit (the leader's words).
+	NoPrimaryReason string      `json:"no_primary_reason"`
+	Slots           []slotRange `json:"slots"`
+	Nodes           []topoNode  `json:"nodes"`
 }
 
 type slotRange struct {
@@ -90,6 +97,8 @@ type topoNode struct {
 	AdminAddress        string `json:"admin_address"`
 	Role                string `json:"role"`
 	Health              string `json:"health"`
+	HealthDetail        string `json:"health_detail"`
+	DataIncomplete      bool   `json:"data_incomplete"`
 	ReplicationID       string `json:"replication_id"`
 	ReplicationOffset   uint64 `json:"replication_offset"`
 	LastHeartbeatUnixMs int64  `json:"last_heartbeat_unix_ms"`
@@ -99,7 +108,7 @@ type topoNode struct {
 func topologyFromProto(t *metav1.GetTopologyResponse) topologyDoc {
 	d := topologyDoc{Version: t.Version, Linearizable: t.Linearizable, AppliedIndex: t.AppliedIndex, HeartbeatsKnown: t.HeartbeatsKnown, ShardGroups: []shardGroup{}, now: time.Now()}
 	for _, g := range t.ShardGroups {
-		sg := shardGroup{ID: g.Id, Epoch: g.Epoch, Slots: []slotRange{}, Nodes: []topoNode{}}
+		sg := shardGroup{ID: g.Id, Epoch: g.Epoch, NoPrimaryReason: g.NoPrimaryReason, Slots: []slotRange{}, Nodes: []topoNode{}}
 		for _, r := range g.Slots {
 			sg.Slots = append(sg.Slots, slotRange{Start: r.Start, End: r.End})
 		}
@@ -117,6 +126,7 @@ func topologyFromProto(t *metav1.GetTopologyResponse) topologyDoc {
 func topoNodeFromProto(n *metav1.NodeInfo) topoNode {
 	return topoNode{NodeID: n.NodeId, DataAddress: n.DataAddress, AdminAddress: n.AdminAddress,
 		Role: strings.TrimPrefix(n.Role.String(), "ROLE_"), Health: strings.TrimPrefix(n.Health.String(), "HEALTH_"),
+		HealthDetail: n.HealthDetail, DataIncomplete: n.DataIncomplete,
 		ReplicationID: n.ReplicationId, ReplicationOffset: n.ReplicationOffset, LastHeartbeatUnixMs: n.LastHeartbeatUnixMs, Version: n.Version}
 }
 
@@ -133,7 +143,10 @@ func (d topologyDoc) tables() []table {
 	for _, g := range d.ShardGroups {
 		t := table{title: fmt.Sprintf("shard group %s  epoch %d  slots %s", g.ID, g.Epoch, slotsString(g.Slots)),
 			columns: []string{"NODE", "ROLE", "HEALTH", "DATA", "ADMIN", "OFFSET", "HEARTBEAT", "VERSION"}}
-		if len(g.Nodes) == 0 || g.Nodes[0].Role != "PRIMARY" {
+		switch {
+		case g.NoPrimaryReason != "":
+			t.notes = append(t.notes, "no writable primary, and no follower is fit to be promoted: "+g.NoPrimaryReason)
+		case len(g.Nodes) == 0 || g.Nodes[0].Role != "PRIMARY":
 			t.notes = append(t.notes, "no primary (a failover may be in progress)")
 		}
 		for _, n := range g.Nodes {
@@ -142,6 +155,9 @@ func (d topologyDoc) tables() []table {
 				health, offset, age = "-", "-", "-"
 			}
 			t.rows = append(t.rows, []string{n.NodeID, n.Role, health, n.DataAddress, n.AdminAddress, offset, age, n.Version})
+			if d.HeartbeatsKnown && n.HealthDetail != "" {
+				t.notes = append(t.notes, n.NodeID+": "+n.HealthDetail)
+			}
 		}
 		out = append(out, t)
 	}

@@ -52,6 +52,10 @@ func (s *Server) Status(ctx context.Context, _ *datav1.StatusRequest) (*datav1.S
 		KeyCount:          uint64(max(ks.Keys, 0)),
 		DiskBytes:         uint64(max(ks.Log.DiskBytes, 0)),
 		Version:           s.version,
+		DataIncomplete:    st.Incomplete,
+	}
+	if st.Incomplete {
+		r.DataIncompleteReason = st.IncompleteReason
 	}
 	switch {
 	case st.Follower:
@@ -88,17 +92,9 @@ func (s *Server) Rebuild(ctx context.Context, req *datav1.RebuildRequest) (*data
 	if err != nil || perr != nil || port <= 0 || port > 65535 {
 		return nil, status.Errorf(codes.InvalidArgument, "admin: primary_address %q: want host:port", req.PrimaryAddress)
 	}
-	if req.ExpectedEpoch != 0 && (s.ident == nil || s.ident.Epoch() != req.ExpectedEpoch) {
-		var have uint64
-		if s.ident != nil {
-			have = s.ident.Epoch()
-		}
-		return nil, status.Errorf(codes.FailedPrecondition, "admin: the node is at epoch %d, not %d", have, req.ExpectedEpoch)
-	}
-	if !s.node.Follower() {
-		return nil, status.Error(codes.FailedPrecondition, "admin: this node follows no primary: its data is the authoritative copy; demote it through meta first")
-	}
-	already, err := s.node.Rebuild(host, port)
+	// The node's role state machine decides (repl/role.go): under meta only at its current
+	// epoch and from the primary meta assigned.
+	already, err := s.node.Rebuild(host, port, req.ExpectedEpoch)
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "admin: %v", err)
 	}

@@ -41,6 +41,8 @@ type Replication interface {
 
 // RoleInfo is what ROLE says.
 type RoleInfo struct {
+	// Managed: lavik-meta decides the role; clients' role commands are refused (ErrManaged).
+	Managed   bool
 	Follower  bool
 	Offset    int64
 	Followers []FollowerInfo // of a primary
@@ -69,6 +71,10 @@ var ErrReadOnly = Error("READONLY You can't write against a read only replica.")
 // meta, or meta is handing over to another node). READONLY, so that clients re-discover the
 // primary as they do after a Redis failover.
 var ErrNoLease = Error("READONLY lavik: this primary holds no lease from meta (it cannot reach meta, or another node is taking over)")
+
+// ErrManaged refuses a client's role command (REPLICAOF, SLAVEOF, LAVIK.RESYNC) on a node whose
+// role lavik-meta manages.
+var ErrManaged = Error("ERR this node's role is managed by lavik-meta: use lavikctl promote to change the primary and lavikctl rebuild to copy a follower again")
 
 // ErrLeaseLost replaces the reply of a write whose lease ran out before it was acknowledged.
 var ErrLeaseLost = Error("READONLY lavik: this primary's lease ran out before the write was acknowledged; it may or may not have been applied")
@@ -109,7 +115,10 @@ func replicaofCmd(c *Ctx) {
 		c.Err(Error("ERR Invalid master port"))
 		return
 	}
-	if r := c.Repl.Role(); r.Follower && r.Host == host && r.Port == int(port) {
+	if r := c.Repl.Role(); r.Managed {
+		c.Err(ErrManaged)
+		return
+	} else if r.Follower && r.Host == host && r.Port == int(port) {
 		c.W.Simple("OK Already connected to specified master")
 		return
 	}

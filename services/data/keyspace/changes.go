@@ -230,6 +230,18 @@ func (ks *Keyspace) WaitAll() error {
 	return se.Wait()
 }
 
+// SyncAll makes everything appended to the logs so far synced to the disk, whatever the
+// appendfsync policy: for a caller about to record, outside the logs, a fact about the data
+// that must not outlive a power loss of it (a follower's full resync that finished).
+func (ks *Keyspace) SyncAll() error {
+	for _, s := range ks.shards {
+		if err := s.log.FlushTx(s.log.AppendedLSN(), true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LastChange is the stream position a ChangeSink gave the session's last logged change (0:
 // none): what WAIT waits for followers to have.
 func (se *Session) LastChange() int64 { return se.lastChange }

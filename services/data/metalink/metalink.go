@@ -11,8 +11,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -48,10 +46,6 @@ type Link struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	leader string // the member to ask first
-	// placed: meta has given the node a role since it started. Until then the node has taken
-	// no write, so a follower keeps its persisted replication state (a partial resync after a
-	// restart), and a primary starts a history of its own before its first lease.
-	placed bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -62,7 +56,7 @@ type Link struct {
 func Start(cfg Config, node *repl.Node, ident *repl.Identity) *Link {
 	l := &Link{cfg: cfg, node: node, ident: ident, log: cfg.Logger, conns: map[string]*grpc.ClientConn{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	node.RequireLease(true)
+	node.Manage(ident)
 	go l.run()
 	return l
 }
@@ -191,19 +185,23 @@ func (l *Link) register() (time.Duration, error) {
 	return max(time.Duration(resp.HeartbeatIntervalMs)*time.Millisecond, 10*time.Millisecond), nil
 }
 
-// heartbeat sends one heartbeat and acts on the answer.
+// heartbeat sends one heartbeat and acts on the answer: the role through the node's state
+// machine (repl.Node.Assign, which persists the epoch first), then the lease.
 func (l *Link) heartbeat(interval *time.Duration) error {
 	writable := l.node.Writable() // before the offset: see HeartbeatRequest.writable
 	st := l.node.Status()
 	req := &metav1.HeartbeatRequest{Writable: writable, NodeId: l.ident.NodeID(), Epoch: l.ident.Epoch(), ReplicationId: st.ReplID,
-		ReplicationOffset: uint64(max(st.Offset, 0)), Health: metav1.Health_HEALTH_OK, Role: commonv1.Role_ROLE_PRIMARY}
+		ReplicationOffset: uint64(max(st.Offset, 0)), Health: metav1.Health_HEALTH_OK, Role: commonv1.Role_ROLE_PRIMARY,
+		DataIncomplete: st.Incomplete}
 	if st.Follower {
 		req.Role = commonv1.Role_ROLE_FOLLOWER
-		if st.SyncInProgress {
-			// Its data is incomplete: not to be promoted. (A link that broke leaves complete
-			// data at some offset: the primary may be what died.)
-			req.Health, req.HealthDetail = metav1.Health_HEALTH_SYNCING, "full resync in progress"
-		}
+	}
+	switch {
+	case st.Incomplete:
+		// Not to be promoted, whatever its link does: the mark says the data is partial.
+		req.Health, req.HealthDetail = metav1.Health_HEALTH_SYNCING, "data incomplete: "+st.IncompleteReason
+	case st.SyncInProgress:
+		req.Health, req.HealthDetail = metav1.Health_HEALTH_SYNCING, "full resync in progress"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -220,56 +218,26 @@ func (l *Link) heartbeat(interval *time.Duration) error {
 	if resp.HeartbeatIntervalMs > 0 {
 		*interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
 	}
-	if resp.Epoch < l.ident.Epoch() {
-		// Meta's state is older than what this node has seen: do nothing it says.
-		l.log.Error("meta answered with an older epoch than this node has seen; ignoring it", "meta_epoch", resp.Epoch, "seen", l.ident.Epoch())
+	a := repl.Assignment{Epoch: resp.Epoch}
+	switch resp.AssignedRole {
+	case commonv1.Role_ROLE_PRIMARY:
+		a.Primary = true
+	case commonv1.Role_ROLE_FOLLOWER:
+		a.PrimaryAddr = resp.PrimaryAddress
+	default:
 		l.node.RevokeLease()
-		return errors.New("metalink: stale epoch")
+		return nil
 	}
-	// The epoch is durable before anything is done under it.
-	if err := l.ident.SeeEpoch(resp.Epoch); err != nil {
+	if err := l.node.Assign(a); err != nil {
+		if errors.Is(err, repl.ErrStaleEpoch) {
+			l.log.Error("meta answered with an older epoch than this node has seen; ignoring it", "meta_epoch", resp.Epoch, "seen", l.ident.Epoch())
+		}
 		l.node.RevokeLease()
 		return err
 	}
-	switch resp.AssignedRole {
-	case commonv1.Role_ROLE_PRIMARY:
-		switch {
-		case !l.placed:
-			if err := l.node.Start("", 0); err != nil {
-				return err
-			}
-			l.placed = true
-			l.log.Info("meta: primary", "epoch", resp.Epoch)
-		case st.Follower:
-			l.log.Info("meta: promoted to primary", "epoch", resp.Epoch)
-			if err := l.node.ReplicaOf("", 0); err != nil {
-				return err
-			}
-		}
-		if resp.LeaseDurationMs > 0 {
-			l.node.GrantLease(sent, time.Duration(resp.LeaseDurationMs)*time.Millisecond, resp.Epoch)
-		} else {
-			l.node.RevokeLease()
-		}
-	case commonv1.Role_ROLE_FOLLOWER:
-		l.node.RevokeLease()
-		host, portStr, err := net.SplitHostPort(resp.PrimaryAddress)
-		port, _ := strconv.Atoi(portStr)
-		if err != nil || port == 0 {
-			return nil // no primary yet
-		}
-		if !st.Follower || st.PrimaryAddr != net.JoinHostPort(host, portStr) {
-			l.log.Info("meta: following", "primary", resp.PrimaryNodeId, "addr", resp.PrimaryAddress, "epoch", resp.Epoch)
-			follow := l.node.ReplicaOf
-			if !l.placed {
-				follow = l.node.Follow
-			}
-			if err := follow(host, port); err != nil {
-				return err
-			}
-			l.placed = true
-		}
-	default:
+	if a.Primary && resp.LeaseDurationMs > 0 {
+		l.node.GrantLease(sent, time.Duration(resp.LeaseDurationMs)*time.Millisecond, resp.Epoch)
+	} else {
 		l.node.RevokeLease()
 	}
 	return nil

@@ -28,6 +28,9 @@ type Identity struct {
 	fs   vfs.FS
 	path string
 
+	// created: LoadIdentity made the file (the data directory was new to meta).
+	created bool
+
 	mu     sync.Mutex
 	nodeID string
 	epoch  uint64
@@ -57,7 +60,7 @@ func LoadIdentity(fsys vfs.FS, dir, id string) (*Identity, error) {
 			rand.Read(b[:])
 			id = "data-" + hex.EncodeToString(b[:])
 		}
-		ident.nodeID = id
+		ident.nodeID, ident.created = id, true
 		return ident, ident.saveLocked()
 	case err != nil:
 		return nil, fmt.Errorf("repl: %w", err)
@@ -85,6 +88,9 @@ func LoadIdentity(fsys vfs.FS, dir, id string) (*Identity, error) {
 	ident.nodeID, ident.epoch = fields[1], epoch
 	return ident, nil
 }
+
+// Created reports whether LoadIdentity made the identity: the data directory had none.
+func (i *Identity) Created() bool { return i.created }
 
 // NodeID is the node's id.
 func (i *Identity) NodeID() string { return i.nodeID }

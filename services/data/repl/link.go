@@ -288,6 +288,12 @@ func (l *link) loadSnapshot(br *bufio.Reader, st replState) error {
 	mark := line[5:]
 	ks := l.n.ks
 	se := ks.NewSession()
+	// From the FLUSHALL on, the data is a part of nothing until the whole snapshot is in: the
+	// node says so, durably, before it (role.go), and the mark goes only at the end.
+	if err := l.n.markIncomplete(incompleteMark{replid: st.replid, offset: st.offset,
+		reason: fmt.Sprintf("full resync from %s not finished", net.JoinHostPort(l.host, strconv.Itoa(l.port)))}); err != nil {
+		return err
+	}
 	// The old data and the old state go first, in one FLUSHALL: a crash while loading leaves
 	// no state, and the next start does a full resync again.
 	if err := ks.FlushAll(se); err != nil {
@@ -333,13 +339,28 @@ func (l *link) loadSnapshot(br *bufio.Reader, st replState) error {
 	if err := commands.RestoreFunctions(l.n.opts.Server, ks.FS(), sr.funcs); err != nil {
 		return fmt.Errorf("repl: the snapshot's libraries: %w", err)
 	}
+	// The data, synced before the state that says it is all there (the logs are per shard: a
+	// power loss could otherwise keep the state and lose keys of another shard), then the state,
+	// synced, then the mark goes.
+	if err := se.Wait(); err != nil {
+		return err
+	}
+	if err := ks.SyncAll(); err != nil {
+		return err
+	}
 	if err := ks.Put(se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString); err != nil {
 		return err
 	}
 	if err := se.Wait(); err != nil {
 		return err
 	}
+	if err := ks.SyncAll(); err != nil {
+		return err
+	}
 	l.n.staleState.Store(false)
+	l.n.mu.Lock()
+	l.n.clearMarkLocked()
+	l.n.mu.Unlock()
 	return nil
 }
 

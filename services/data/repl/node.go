@@ -76,6 +76,18 @@ type Node struct {
 	// (lease.go).
 	following atomic.Bool
 	lease     *lease
+
+	// roleMu serializes changes of role (role.go); taken before mu.
+	roleMu sync.Mutex
+	// managed: lavik-meta decides the node's role (Manage); ident is then its identity, set
+	// once before managed.
+	managed atomic.Bool
+	ident   *Identity
+	// placed: meta has assigned the node a role since it started (Assign). Guarded by roleMu.
+	placed bool
+	// mark says the data is incomplete, and why (role.go); nil when it is complete. Guarded
+	// by mu.
+	mark *incompleteMark
 }
 
 // New makes a node's replication for ks: a primary with a new history, until ReplicaOf.
@@ -86,8 +98,10 @@ func New(ks *keyspace.Keyspace, opts Options) *Node {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
 	}
-	return &Node{opts: opts, ks: ks, log: opts.Logger, replid: newReplID(), followers: map[*followerLink]struct{}{},
+	n := &Node{opts: opts, ks: ks, log: opts.Logger, replid: newReplID(), followers: map[*followerLink]struct{}{},
 		acks: make(chan struct{}), lease: newLease()}
+	n.openMark()
+	return n
 }
 
 func newReplID() string {
@@ -99,102 +113,6 @@ func newReplID() string {
 // Follower implements commands.Replication.
 func (n *Node) Follower() bool { return n.following.Load() }
 
-// ReplicaOf implements commands.Replication.
-func (n *Node) ReplicaOf(host string, port int) error { return n.follow(host, port, true) }
-
-// follow makes the node follow host:port (or, with host "", a primary). stepDown says a node
-// that is a primary now steps down, recording its history for a PSYNC2-style continuation; at
-// start-up a node configured to follow has taken no write and keeps the state it persisted.
-func (n *Node) follow(host string, port int, stepDown bool) error {
-	n.mu.Lock()
-	old := n.link
-	n.link = nil
-	n.mu.Unlock()
-	if old != nil {
-		old.stop()
-	}
-	if host == "" {
-		if old != nil {
-			n.promote(old)
-		}
-		return nil
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if old == nil && stepDown {
-		// A primary stepping down: its followers are dropped and its stream ends. Its data
-		// stands at its stream's end in its history, which it records as a follower's state:
-		// a new primary that was its follower and got all of it continues from there (PSYNC2),
-		// any other gets a full resync. A client's write that passed the READONLY check before
-		// this and commits after would make the data differ from that state: the tripwire that
-		// replaces the stream sees it and asks for a full resync instead.
-		n.stopStreamLocked()
-		n.offset = max(n.offset, 0)
-		st := replState{replid: n.replid, offset: n.offset, db: -1}
-		n.writeStateLocked(st)
-		n.ks.SetChangeSink(tripwire{n}, nil)
-	}
-	n.ks.SetFollower(true)
-	n.link = newLink(n, host, port)
-	n.following.Store(true)
-	go n.link.run()
-	return nil
-}
-
-// tripwire is a follower's change sink: the changes the link applies state no effects and never
-// reach it, so a change that does is a client's write that slipped past the READONLY check
-// while the node stepped down. The data then no longer matches the recorded state.
-type tripwire struct{ n *Node }
-
-func (t tripwire) Change(c *keyspace.Change) int64 {
-	if !c.Expired {
-		t.n.log.Warn("replication: a write committed after this node became a follower; rebuilding it with a full resync")
-		go t.n.Resync()
-	}
-	return 0
-}
-
-// promote makes a follower that was following through l a primary: a new history starting at
-// the offset it reached (Redis also keeps the old id as replid2 so its fellow followers can
-// continue; Lavik's do a full resync).
-func (n *Node) promote(l *link) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	// The old history stays valid up to where this node got it: a fellow follower (or the old
-	// primary) that stands exactly there continues with a partial resync (Redis's PSYNC2).
-	n.replid2, n.offset2 = l.replID(), l.applied.Load()
-	n.replid = newReplID()
-	n.offset = l.applied.Load()
-	// The stream starts now, before the node takes a write: every write from here on is in
-	// its history, so a node continuing the old one from offset2 misses none of them.
-	n.ks.SetChangeSink(nil, nil)
-	if _, err := n.streamLocked(); err != nil {
-		// Without a stream the writes to come are in no history: nobody may continue the
-		// old one. A follower that connects later gets a full resync.
-		n.log.Error("replication: cannot start the change stream of the new primary; its followers will need a full resync", "err", err)
-		n.replid2 = ""
-	}
-	n.following.Store(false)
-	n.ks.SetFollower(false)
-	n.ks.SetClockFloor(0)
-	n.forgetHistoryLocked()
-	n.log.Info("replication: now a primary", "replid", n.replid, "offset", n.offset)
-}
-
-// Start makes the node follow host:port from start-up, or, with host "", a primary.
-func (n *Node) Start(host string, port int) error {
-	if host != "" {
-		return n.follow(host, port, false)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.ks.SetFollower(false) // a primary decides expiry (the keyspace may have opened as a follower's)
-	if _, ok := loadState(n.ks); ok {
-		n.forgetHistoryLocked()
-	}
-	return nil
-}
-
 // forgetHistoryLocked replaces the persisted replication state by the node's own history, which
 // no other node shares: a node that takes writes as a primary has diverged from the primary it
 // followed, and if it follows one again its PSYNC must get a full resync, never continue a stream
@@ -205,11 +123,6 @@ func (n *Node) forgetHistoryLocked() {
 	// twice what it wrote since. Only a clean step-down (ReplicaOf) records a usable state.
 	n.writeStateLocked(replState{replid: newReplID(), offset: n.offset, db: -1})
 }
-
-// Follow makes a node that has taken no write since it started follow host:port, keeping the
-// state it persisted (a restarted follower continues with a partial resync): lavik-meta's first
-// placement of a node. Any later change of role goes through ReplicaOf.
-func (n *Node) Follow(host string, port int) error { return n.follow(host, port, false) }
 
 // writeStateLocked records st as the node's replication state. n.mu is held.
 func (n *Node) writeStateLocked(st replState) {
@@ -270,25 +183,6 @@ func (n *Node) pinger(s *Stream) {
 	}
 }
 
-// Resync implements commands.Replication: the link drops its connection and its state, and
-// reconnects for a full resync.
-func (n *Node) Resync() error {
-	n.mu.Lock()
-	l := n.link
-	n.mu.Unlock()
-	if l == nil {
-		return commands.Error("ERR this node follows no primary: LAVIK.RESYNC rebuilds a follower")
-	}
-	n.staleState.Store(true)
-	l.connMu.Lock()
-	if l.conn != nil {
-		l.conn.Close()
-	}
-	l.connMu.Unlock()
-	n.log.Info("replication: rebuild asked: full resync")
-	return nil
-}
-
 // KillLinks implements commands.Replication.
 func (n *Node) KillLinks(replicas bool) int {
 	n.mu.Lock()
@@ -347,9 +241,9 @@ func (n *Node) Role() commands.RoleInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if l := n.link; l != nil {
-		return commands.RoleInfo{Follower: true, Offset: l.applied.Load(), Host: l.host, Port: l.port, State: l.roleState()}
+		return commands.RoleInfo{Managed: n.managed.Load(), Follower: true, Offset: l.applied.Load(), Host: l.host, Port: l.port, State: l.roleState()}
 	}
-	r := commands.RoleInfo{Offset: n.offsetLocked()}
+	r := commands.RoleInfo{Managed: n.managed.Load(), Offset: n.offsetLocked()}
 	for _, f := range n.sortedFollowersLocked() {
 		if f.state.Load() == stateOnline {
 			r.Followers = append(r.Followers, commands.FollowerInfo{IP: f.ip, Port: f.port, Offset: f.ack.Load()})
@@ -429,6 +323,12 @@ func (n *Node) Info(b *strings.Builder) {
 		kv("repl_backlog_first_byte_offset", 0)
 		kv("repl_backlog_histlen", 0)
 	}
+	// Lavik's own: whether the data is a complete copy (role.go), and who decides the role.
+	kv("lavik_data_complete", b2i(n.mark == nil))
+	if n.mark != nil {
+		kv("lavik_data_incomplete_reason", strings.NewReplacer("\r", " ", "\n", " ").Replace(n.mark.reason))
+	}
+	kv("lavik_role_managed", b2i(n.managed.Load()))
 }
 
 func (n *Node) replidLocked() string {
@@ -461,6 +361,11 @@ type Status struct {
 	LastIOAge      time.Duration
 	SyncBytes      int64 // snapshot bytes loaded in a full resync running now
 	SyncInProgress bool
+	// Incomplete: the node's data is not a complete copy (role.go), for IncompleteReason.
+	Incomplete       bool
+	IncompleteReason string
+	// Managed: lavik-meta decides the node's role.
+	Managed bool
 }
 
 // FollowerStatus is one follower as its primary sees it.
@@ -475,7 +380,10 @@ type FollowerStatus struct {
 func (n *Node) Status() Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st := Status{ReplID: n.replidLocked(), Offset: n.offsetLocked()}
+	st := Status{ReplID: n.replidLocked(), Offset: n.offsetLocked(), Managed: n.managed.Load()}
+	if n.mark != nil {
+		st.Incomplete, st.IncompleteReason = true, n.mark.reason
+	}
 	now := time.Now()
 	if l := n.link; l != nil {
 		st.Follower = true
@@ -495,24 +403,4 @@ func (n *Node) Status() Status {
 			State: f.state.Load().String(), Acked: f.ack.Load(), AckAge: now.Sub(time.UnixMilli(f.ackTime.Load()))})
 	}
 	return st
-}
-
-// Rebuild makes a follower copy everything again from the primary at host:port (switching to
-// it if it followed another); already reports that a full resync from that primary was running.
-// A node that follows no primary holds the authoritative copy and is not rebuilt.
-func (n *Node) Rebuild(host string, port int) (already bool, err error) {
-	n.mu.Lock()
-	l := n.link
-	n.mu.Unlock()
-	if l == nil {
-		return false, commands.Error("ERR this node follows no primary: its data is the authoritative copy (demote it first)")
-	}
-	if l.host == host && l.port == port {
-		if l.state.Load() == linkSync {
-			return true, nil
-		}
-		return false, n.Resync()
-	}
-	n.staleState.Store(true)
-	return false, n.ReplicaOf(host, port)
 }

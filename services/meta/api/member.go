@@ -249,7 +249,7 @@ func (m *Member) loop() {
 					m.log.Warn("meta: promotion refused", "group", d.ShardGroup, "node", d.NodeID, "err", err)
 					continue
 				}
-				m.log.Info("meta: promoted", "group", d.ShardGroup, "node", d.NodeID, "epoch", r.Epoch, "offset", d.ReplicationOffset)
+				m.log.Info("meta: promoted", "group", d.ShardGroup, "node", d.NodeID, "epoch", r.Epoch)
 			}
 		}
 		cancel()

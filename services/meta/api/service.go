@@ -12,6 +12,7 @@ package api
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -116,7 +117,8 @@ func (s *metaServer) Heartbeat(ctx context.Context, req *metav1.HeartbeatRequest
 	}
 	s.m.authMu.Lock()
 	ans := auth.Heartbeat(now, failover.Heartbeat{NodeID: req.NodeId, Role: fsm.Role(req.Role), Epoch: req.Epoch,
-		ReplicationID: req.ReplicationId, Offset: req.ReplicationOffset, Health: failover.Health(req.Health), Writable: req.Writable}, g)
+		ReplicationID: req.ReplicationId, Offset: req.ReplicationOffset, Health: failover.Health(req.Health), Writable: req.Writable,
+		Incomplete: req.DataIncomplete, Detail: req.HealthDetail}, g)
 	s.m.authMu.Unlock()
 	resp := &metav1.HeartbeatResponse{AssignedRole: commonv1.Role(ans.Role), Epoch: ans.Epoch,
 		LeaseDurationMs: uint32(ans.Lease.Milliseconds()), HeartbeatIntervalMs: uint32(ans.Interval.Milliseconds())}
@@ -143,8 +145,14 @@ func (s *metaServer) GetTopology(ctx context.Context, req *metav1.GetTopologyReq
 	resp := &metav1.GetTopologyResponse{Version: t.Version, Linearizable: lin, AppliedIndex: s.m.fsm.Applied()}
 	auth, _ := s.m.authority()
 	resp.HeartbeatsKnown = auth != nil
+	var blocked map[string]string
+	if auth != nil {
+		s.m.authMu.Lock()
+		blocked = maps.Clone(auth.Blocked())
+		s.m.authMu.Unlock()
+	}
 	for _, g := range t.Groups {
-		sg := &metav1.ShardGroup{Id: g.ID, Epoch: g.Epoch}
+		sg := &metav1.ShardGroup{Id: g.ID, Epoch: g.Epoch, NoPrimaryReason: blocked[g.ID]}
 		if g.PrimaryNode != nil {
 			sg.Primary = s.m.nodeInfo(auth, *g.PrimaryNode)
 		}
@@ -168,7 +176,7 @@ func (m *Member) nodeInfo(auth *failover.Authority, n fsm.Node) *metav1.NodeInfo
 		hb, at, ok := auth.Last(n.ID)
 		m.authMu.Unlock()
 		if ok {
-			ni.Health = metav1.Health(hb.Health)
+			ni.Health, ni.HealthDetail, ni.DataIncomplete = metav1.Health(hb.Health), hb.Detail, hb.Incomplete
 			ni.ReplicationId, ni.ReplicationOffset = hb.ReplicationID, hb.Offset
 			ni.LastHeartbeatUnixMs = time.Now().Add(at - m.clock()).UnixMilli()
 		}
@@ -296,6 +304,13 @@ func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*m
 	if !isFollower {
 		return nil, status.Errorf(codes.FailedPrecondition, "meta: %s is not a follower of group %s", target, g.ID)
 	}
+	// Not even with force: a node whose data is incomplete holds a part of nothing.
+	m.authMu.Lock()
+	thb, _, known := auth.Last(target)
+	m.authMu.Unlock()
+	if known && thb.Incomplete {
+		return nil, status.Errorf(codes.FailedPrecondition, "meta: %s's data is incomplete (%s): it cannot be promoted", target, thb.Detail)
+	}
 	m.authMu.Lock()
 	auth.Hold(m.clock(), g.ID, true)
 	m.authMu.Unlock()
@@ -340,11 +355,14 @@ func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*m
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	if th.Incomplete {
+		return nil, status.Errorf(codes.FailedPrecondition, "meta: %s's data became incomplete (%s): it cannot be promoted", target, th.Detail)
+	}
 	caught := have >= want
 	if !caught && !req.Force {
 		return nil, status.Errorf(codes.DeadlineExceeded, "meta: %s reached offset %d of the primary's %d; use force to promote it anyway (losing %d bytes of acknowledged writes)", target, have, want, want-have)
 	}
-	r, err := m.propose(ctx, fsm.SetPrimary{ShardGroup: g.ID, NodeID: target, ExpectedEpoch: g.Epoch, ReplicationID: th.ReplicationID, ReplicationOffset: th.Offset})
+	r, err := m.propose(ctx, fsm.SetPrimary{ShardGroup: g.ID, NodeID: target, ExpectedEpoch: g.Epoch})
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,10 @@ type Heartbeat struct {
 	Health        Health
 	// Writable: the node was taking writes when it read Offset (see HeartbeatRequest.writable).
 	Writable bool
+	// Incomplete: the node's data is not a complete copy (HeartbeatRequest.data_incomplete);
+	// Detail says why (HeartbeatRequest.health_detail).
+	Incomplete bool
+	Detail     string
 }
 
 // Answer is what the leader answers a heartbeat with.
@@ -189,9 +193,10 @@ func (a *Authority) Last(id string) (Heartbeat, time.Duration, bool) {
 	return n.hb, n.at, true
 }
 
-// Best is the follower of g to promote at now: alive, healthy, in the primary's replication
-// history when the leader knows it, with the highest offset (ties: the lowest node id); ok false
-// when there is none.
+// Best is the follower of g to promote at now: alive, healthy, with complete data, in the
+// primary's replication history when the leader knows it, with the highest offset (ties: the
+// lowest node id); ok false when there is none. A group that has never had a primary (epoch 0:
+// its nodes hold no group's data yet) takes any live node, complete or not, since none is.
 func (a *Authority) Best(now time.Duration, g fsm.GroupView) (fsm.Node, Heartbeat, bool) {
 	history := ""
 	if g.Primary != "" {
@@ -199,12 +204,16 @@ func (a *Authority) Best(now time.Duration, g fsm.GroupView) (fsm.Node, Heartbea
 			history = p.hb.ReplicationID
 		}
 	}
+	first := g.Epoch == 0 && g.Primary == ""
 	var best fsm.Node
 	var bestHB Heartbeat
 	found := false
 	for _, f := range g.Followers {
 		n := a.nodes[f.ID]
-		if n == nil || !a.alive(now, f.ID) || n.hb.Health != HealthOK || history != "" && n.hb.ReplicationID != history {
+		if n == nil || !a.alive(now, f.ID) || history != "" && n.hb.ReplicationID != history {
+			continue
+		}
+		if !first && (n.hb.Health != HealthOK || n.hb.Incomplete) {
 			continue
 		}
 		if !found || n.hb.Offset > bestHB.Offset || n.hb.Offset == bestHB.Offset && f.ID < best.ID {
@@ -228,8 +237,10 @@ func (a *Authority) unfit(now time.Duration, g fsm.GroupView) string {
 			why = append(why, f.ID+": no heartbeat since this member leads")
 		case !a.alive(now, f.ID):
 			why = append(why, fmt.Sprintf("%s: silent (no heartbeat in %v)", f.ID, a.cfg.FailAfter))
+		case n.hb.Incomplete:
+			why = append(why, fmt.Sprintf("%s: data incomplete (%s)", f.ID, n.hb.Detail))
 		case n.hb.Health != HealthOK:
-			why = append(why, fmt.Sprintf("%s: health %d", f.ID, n.hb.Health))
+			why = append(why, fmt.Sprintf("%s: health %d (%s)", f.ID, n.hb.Health, n.hb.Detail))
 		case history != "" && n.hb.ReplicationID != history:
 			why = append(why, fmt.Sprintf("%s: replication id %s, not the primary's %s", f.ID, n.hb.ReplicationID, history))
 		}
@@ -264,17 +275,17 @@ func (a *Authority) Tick(now time.Duration, topo fsm.Topology) []fsm.SetPrimary 
 				last = max(last, n.at)
 			}
 			if now-last < a.cfg.FailAfter || !a.LeaseOver(now, g.ID) {
+				delete(a.blocked, g.ID) // it has a primary (or may still)
 				continue
 			}
 		}
-		f, hb, ok := a.Best(now, g)
+		f, _, ok := a.Best(now, g)
 		if !ok {
 			a.blocked[g.ID] = a.unfit(now, g)
 			continue
 		}
 		delete(a.blocked, g.ID)
-		out = append(out, fsm.SetPrimary{ShardGroup: g.ID, NodeID: f.ID, ExpectedEpoch: g.Epoch,
-			ReplicationID: hb.ReplicationID, ReplicationOffset: hb.Offset})
+		out = append(out, fsm.SetPrimary{ShardGroup: g.ID, NodeID: f.ID, ExpectedEpoch: g.Epoch})
 	}
 	slices.SortFunc(out, func(x, y fsm.SetPrimary) int {
 		switch {

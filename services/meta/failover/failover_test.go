@@ -2,6 +2,7 @@ package failover
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestFailoverAfterLease(t *testing.T) {
 		if now < lastGrant+cfg.Lease {
 			t.Fatalf("promoted at %v while a's lease ran until %v", now, lastGrant+cfg.Lease)
 		}
-		want := fsm.SetPrimary{ShardGroup: "g", NodeID: "b", ExpectedEpoch: 1, ReplicationID: "r1", ReplicationOffset: 100}
+		want := fsm.SetPrimary{ShardGroup: "g", NodeID: "b", ExpectedEpoch: 1}
 		if len(d) != 1 || d[0] != want {
 			t.Fatalf("decision %+v, want %+v", d, want)
 		}
@@ -133,7 +134,7 @@ func TestBestFollower(t *testing.T) {
 	a.Heartbeat(now, Heartbeat{NodeID: "e", ReplicationID: "r0", Offset: 900, Health: HealthOK}, g)
 	a.Heartbeat(0, Heartbeat{NodeID: "f", ReplicationID: "r1", Offset: 499, Health: HealthOK}, g) // silent since
 	d := a.Tick(now, topo(g))
-	if len(d) != 1 || d[0].NodeID != "c" || d[0].ExpectedEpoch != 4 || d[0].ReplicationOffset != 450 {
+	if len(d) != 1 || d[0].NodeID != "c" || d[0].ExpectedEpoch != 4 {
 		t.Fatalf("decision %+v, want c at epoch 4", d)
 	}
 	a.Heartbeat(now, Heartbeat{NodeID: "b", ReplicationID: "r1", Offset: 450, Health: HealthOK}, g)
@@ -243,5 +244,44 @@ func TestNoOverlappingPrimaries(t *testing.T) {
 	}
 	if promotions < 20 {
 		t.Fatalf("only %d promotions in 50 runs: the schedule does not exercise failover", promotions)
+	}
+}
+
+// TestIncompleteNeverPromoted: a follower whose data is incomplete (a full resync emptied it and
+// did not finish) is never promoted, however far its offset, even when it is the only follower
+// left: the group stays without a primary, and Blocked says why. Only a group that has never had
+// a primary (epoch 0, nobody holds its data yet) takes such a node as its first.
+func TestIncompleteNeverPromoted(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	now := time.Second
+	g := group(3, "p", "b", "c")
+	a.Heartbeat(0, hb("p", 500), g) // then silent
+	inc := Heartbeat{NodeID: "b", Epoch: 3, ReplicationID: "r1", Offset: 900, Health: HealthSyncing, Incomplete: true,
+		Detail: "data incomplete: full resync from p:6379 not finished"}
+	a.Heartbeat(now, inc, g)
+	a.Heartbeat(now, hb("c", 400), g)
+	if d := a.Tick(now, topo(g)); len(d) != 1 || d[0].NodeID != "c" {
+		t.Fatalf("decision %+v, want c (b's data is incomplete)", d)
+	}
+	// The same with b alone: nobody, and the reason names b's state.
+	lone := group(3, "p", "b")
+	if d := a.Tick(now, topo(lone)); len(d) != 0 {
+		t.Fatalf("promoted %+v: b's data is incomplete", d)
+	}
+	if why := a.Blocked()["g"]; !strings.Contains(why, "b: data incomplete") || !strings.Contains(why, "resync from p:6379") {
+		t.Fatalf("Blocked: %q", why)
+	}
+	// Reported healthy but incomplete (a node that has never finished a resync) counts as
+	// incomplete too.
+	a.Heartbeat(now, Heartbeat{NodeID: "b", Epoch: 3, ReplicationID: "r1", Offset: 900, Health: HealthOK, Incomplete: true}, lone)
+	if d := a.Tick(now, topo(lone)); len(d) != 0 {
+		t.Fatalf("promoted %+v: b's data is incomplete", d)
+	}
+	// A new group: its nodes are all incomplete (new data directories), and one becomes its
+	// first primary.
+	fresh := group(0, "", "b")
+	if d := a.Tick(now, topo(fresh)); len(d) != 1 || d[0].NodeID != "b" || d[0].ExpectedEpoch != 0 {
+		t.Fatalf("a new group's first primary: %+v", d)
 	}
 }

@@ -137,8 +137,6 @@ func (s state) setPrimary(c SetPrimary) (Result, error) {
 	}
 	g.Epoch++
 	g.Primary = c.NodeID
-	g.ElectedReplicationID = c.ReplicationID
-	g.ElectedOffset = c.ReplicationOffset
 	if err := s.putGroup(g); err != nil {
 		return Result{}, err
 	}
@@ -177,8 +175,6 @@ func (s state) clearPrimary(c ClearPrimary) (Result, error) {
 	old := g.Primary
 	g.Epoch++
 	g.Primary = ""
-	g.ElectedReplicationID = ""
-	g.ElectedOffset = 0
 	if err := s.putGroup(g); err != nil {
 		return Result{}, err
 	}

@@ -85,15 +85,15 @@ type RegisterNode struct {
 // the epoch. The result carries the new epoch and the primary.
 //
 //	message SetPrimary { string shard_group = 1; string node_id = 2; uint64 expected_epoch = 3;
-//	  string replication_id = 4; uint64 replication_offset = 5; }
+//	  reserved 4, 5; }
+//
+// Fields 4 and 5 held the chosen node's replication position, which nothing decided by (the
+// data nodes settle a returning primary's resync between themselves): entries written with
+// them decode, and they are ignored.
 type SetPrimary struct {
 	ShardGroup    string
 	NodeID        string
 	ExpectedEpoch uint64
-	// ReplicationID and ReplicationOffset are the node's position when it was chosen; kept as
-	// Group.ElectedReplicationID and ElectedOffset.
-	ReplicationID     string
-	ReplicationOffset uint64
 }
 
 // ClearPrimary fences the group's primary: if the group is at ExpectedEpoch, the epoch rises
@@ -265,10 +265,7 @@ func decodeBody(kind protowire.Number, b []byte) (Command, error) {
 				str(f, &c.NodeID)
 			case 3:
 				num(f, &c.ExpectedEpoch)
-			case 4:
-				str(f, &c.ReplicationID)
-			case 5:
-				num(f, &c.ReplicationOffset)
+			case 4, 5: // reserved: see SetPrimary
 			default:
 				ferr = f.unknown(what)
 			}
@@ -397,9 +394,7 @@ func (c RegisterNode) encode() []byte {
 func (c SetPrimary) encode() []byte {
 	b := appendString(nil, 1, c.ShardGroup)
 	b = appendString(b, 2, c.NodeID)
-	b = appendUint(b, 3, c.ExpectedEpoch)
-	b = appendString(b, 4, c.ReplicationID)
-	return appendUint(b, 5, c.ReplicationOffset)
+	return appendUint(b, 3, c.ExpectedEpoch)
 }
 
 func (c ClearPrimary) encode() []byte {

@@ -179,8 +179,7 @@ func parseCommand(t *testing.T, line string) []byte {
 		return Encode(RegisterNode{NodeID: arg(0), ShardGroup: arg(1), DataAddress: kv["data"],
 			AdminAddress: kv["admin"], Epoch: num("epoch"), Version: kv["version"]})
 	case "set-primary":
-		return Encode(SetPrimary{ShardGroup: arg(0), NodeID: arg(1), ExpectedEpoch: num("expected"),
-			ReplicationID: kv["replid"], ReplicationOffset: num("offset")})
+		return Encode(SetPrimary{ShardGroup: arg(0), NodeID: arg(1), ExpectedEpoch: num("expected")})
 	case "clear-primary":
 		return Encode(ClearPrimary{ShardGroup: arg(0), ExpectedEpoch: num("expected")})
 	case "remove-node":
@@ -235,12 +234,8 @@ func dump(t *testing.T, f *FSM) []string {
 		for _, r := range g.Slots {
 			slots = append(slots, r.String())
 		}
-		elected := ""
-		if g.ElectedReplicationID != "" || g.ElectedOffset != 0 {
-			elected = fmt.Sprintf("%s@%d", g.ElectedReplicationID, g.ElectedOffset)
-		}
 		out = append(out, "group "+kvs(g.ID, "epoch", strconv.FormatUint(g.Epoch, 10), "primary", g.Primary,
-			"slots", strings.Join(slots, ","), "elected", elected))
+			"slots", strings.Join(slots, ",")))
 		nodes := g.Followers
 		if g.PrimaryNode != nil {
 			nodes = append([]Node{*g.PrimaryNode}, nodes...)

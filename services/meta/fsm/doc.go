@@ -27,8 +27,7 @@
 //
 // bbolt layout (format 1): bucket "meta" holds "format" (uint64 big-endian, 1) and "applied"
 // (uint64 big-endian); bucket "members" maps a raft id (uint64 big-endian) to a MemberRecord;
-// "groups" maps a group id to a GroupRecord (epoch, primary, elected replication position,
-// slots); "nodes" maps a node id to a NodeRecord (group, addresses, version, role, reported
+// "groups" maps a group id to a GroupRecord (epoch, primary, slots); "nodes" maps a node id to a NodeRecord (group, addresses, version, role, reported
 // epoch). A group's nodes are found by scanning "nodes": a topology is tens of nodes, and an
 // index bucket would be one more thing every write must keep in step. Groups are created
 // implicitly by the first RegisterNode that names them, at that node's epoch, and are never

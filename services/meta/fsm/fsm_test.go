@@ -40,8 +40,7 @@ func randCommand(r *rand.Rand, f *FSM) Command {
 		return RegisterNode{NodeID: node, ShardGroup: group, DataAddress: node + ":6379",
 			AdminAddress: node + ":7000", Epoch: uint64(r.IntN(3)), Version: fmt.Sprint(r.IntN(2))}
 	case 2, 3:
-		return SetPrimary{ShardGroup: group, NodeID: node, ExpectedEpoch: epoch,
-			ReplicationID: fmt.Sprintf("r%d", r.IntN(3)), ReplicationOffset: uint64(r.IntN(1000))}
+		return SetPrimary{ShardGroup: group, NodeID: node, ExpectedEpoch: epoch}
 	case 4:
 		return ClearPrimary{ShardGroup: group, ExpectedEpoch: epoch}
 	case 5:
@@ -354,11 +353,28 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 	}
 }
 
+// TestReservedFieldsDecode: a SetPrimary entry and a GroupRecord written with the replication
+// position they once carried (fields 4 and 5, now reserved) still decode, without it.
+func TestReservedFieldsDecode(t *testing.T) {
+	old := appendUint(appendString(SetPrimary{"g1", "n1", 3}.encode(), 4, "r1"), 5, 99)
+	c, err := decodeBody(kindSetPrimary, old)
+	if err != nil || !reflect.DeepEqual(c, SetPrimary{"g1", "n1", 3}) {
+		t.Fatalf("old SetPrimary: %#v, %v", c, err)
+	}
+	g := Group{ID: "g1", Epoch: 3, Primary: "n1", Slots: []SlotRange{{0, 9}}}
+	rec := encodeGroup(g)
+	rec = appendUint(appendString(rec, 4, "r1"), 5, 99)
+	got, err := decodeGroup(rec)
+	if err != nil || !reflect.DeepEqual(got, g) {
+		t.Fatalf("old GroupRecord: %#v, %v", got, err)
+	}
+}
+
 // TestCommandRoundTrip: Decode(Encode(c)) == c for every kind, with every field set.
 func TestCommandRoundTrip(t *testing.T) {
 	for _, c := range []Command{
 		RegisterNode{"n1", "a:1", "a:2", "g1", 7, "0.1"},
-		SetPrimary{"g1", "n1", 3, "r1", 99},
+		SetPrimary{"g1", "n1", 3},
 		ClearPrimary{"g1", 4},
 		RemoveNode{"n1"},
 		AddMember{1, "m1", "p:1", "c:1"},

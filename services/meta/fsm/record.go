@@ -13,7 +13,10 @@ import (
 //	message NodeRecord { string id = 1; string group = 2; string data_address = 3;
 //	  string admin_address = 4; string version = 5; uint32 role = 6; uint64 reported_epoch = 7; }
 //	message GroupRecord { string id = 1; uint64 epoch = 2; string primary = 3;
-//	  string elected_replication_id = 4; uint64 elected_offset = 5; repeated SlotRange slots = 6; }
+//	  reserved 4, 5; repeated SlotRange slots = 6; }
+//
+// GroupRecord's fields 4 and 5 held the primary's replication position when it was named,
+// which nothing decided by: records written with them decode, and they are ignored.
 //
 // A record carries its own key, so a snapshot is just the records in key order.
 
@@ -38,8 +41,6 @@ func encodeGroup(g Group) []byte {
 	b := appendString(nil, 1, g.ID)
 	b = appendUint(b, 2, g.Epoch)
 	b = appendString(b, 3, g.Primary)
-	b = appendString(b, 4, g.ElectedReplicationID)
-	b = appendUint(b, 5, g.ElectedOffset)
 	for _, r := range g.Slots {
 		b = appendMessage(b, 6, encodeSlotRange(r))
 	}
@@ -108,8 +109,7 @@ func decodeNode(b []byte) (Node, error) {
 func decodeGroup(b []byte) (Group, error) {
 	var g Group
 	err := decodeRecord(b, "GroupRecord", map[protowire.Number]fieldSpec{
-		1: str(&g.ID), 2: u64(&g.Epoch), 3: str(&g.Primary), 4: str(&g.ElectedReplicationID),
-		5: u64(&g.ElectedOffset),
+		1: str(&g.ID), 2: u64(&g.Epoch), 3: str(&g.Primary), 4: str(new(string)), 5: u64(new(uint64)), // 4, 5 reserved
 		6: {protowire.BytesType, func(f wireField) error {
 			r, err := decodeSlotRange(f.b)
 			g.Slots = append(g.Slots, r)

@@ -126,12 +126,6 @@ type Group struct {
 	Epoch uint64
 	// Primary is the primary's node id at Epoch, "" when the group has none.
 	Primary string
-	// ElectedReplicationID and ElectedOffset are what the failover layer said the primary held
-	// when it was named (SetPrimary): the point where the old and the new history part, which
-	// decides whether a returning old primary can resync or must be rebuilt. Empty and 0
-	// without a primary.
-	ElectedReplicationID string
-	ElectedOffset        uint64
 	// Slots are the owned hash slots, sorted, neither overlapping nor touching. Invariant: no
 	// slot is owned by two groups.
 	Slots []SlotRange

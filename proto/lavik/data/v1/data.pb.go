@@ -150,9 +150,14 @@ type StatusResponse struct {
 	// Bytes the value log takes on disk, including records that are no longer live.
 	DiskBytes uint64 `protobuf:"varint,10,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
 	// The lavik-data version string (as `lavik-data --version` prints it).
-	Version       string `protobuf:"bytes,11,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version string `protobuf:"bytes,11,opt,name=version,proto3" json:"version,omitempty"`
+	// The node's data is not a complete copy: a full resync emptied it and has not finished, or
+	// (under meta) it has never completed one. Such a node is never promoted.
+	DataIncomplete bool `protobuf:"varint,12,opt,name=data_incomplete,json=dataIncomplete,proto3" json:"data_incomplete,omitempty"`
+	// Why the data is incomplete; empty when it is complete.
+	DataIncompleteReason string `protobuf:"bytes,13,opt,name=data_incomplete_reason,json=dataIncompleteReason,proto3" json:"data_incomplete_reason,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -258,6 +263,20 @@ func (x *StatusResponse) GetDiskBytes() uint64 {
 func (x *StatusResponse) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetDataIncomplete() bool {
+	if x != nil {
+		return x.DataIncomplete
+	}
+	return false
+}
+
+func (x *StatusResponse) GetDataIncompleteReason() string {
+	if x != nil {
+		return x.DataIncompleteReason
 	}
 	return ""
 }
@@ -433,8 +452,10 @@ type RebuildRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The data address (host:port) of the primary to resync from.
 	PrimaryAddress string `protobuf:"bytes,1,opt,name=primary_address,json=primaryAddress,proto3" json:"primary_address,omitempty"`
-	// If non-zero, rebuild only if the node's epoch is this one, so a command issued against an
-	// older topology does nothing (FAILED_PRECONDITION).
+	// Rebuild only if the node's epoch is this one, so a command issued against an older
+	// topology does nothing (FAILED_PRECONDITION). A node under lavik-meta requires it (0 is
+	// refused) and rebuilds only from the primary meta made it follow; a node without meta is at
+	// epoch 0 and takes 0.
 	ExpectedEpoch uint64 `protobuf:"varint,2,opt,name=expected_epoch,json=expectedEpoch,proto3" json:"expected_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -535,7 +556,7 @@ var File_lavik_data_v1_data_proto protoreflect.FileDescriptor
 const file_lavik_data_v1_data_proto_rawDesc = "" +
 	"\n" +
 	"\x18lavik/data/v1/data.proto\x12\rlavik.data.v1\x1a\x1clavik/common/v1/common.proto\"\x0f\n" +
-	"\rStatusRequest\"\xac\x03\n" +
+	"\rStatusRequest\"\x8b\x04\n" +
 	"\x0eStatusResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12)\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
@@ -549,7 +570,9 @@ const file_lavik_data_v1_data_proto_rawDesc = "" +
 	"\n" +
 	"disk_bytes\x18\n" +
 	" \x01(\x04R\tdiskBytes\x12\x18\n" +
-	"\aversion\x18\v \x01(\tR\aversion\"\xa2\x01\n" +
+	"\aversion\x18\v \x01(\tR\aversion\x12'\n" +
+	"\x0fdata_incomplete\x18\f \x01(\bR\x0edataIncomplete\x124\n" +
+	"\x16data_incomplete_reason\x18\r \x01(\tR\x14dataIncompleteReason\"\xa2\x01\n" +
 	"\fFollowerLink\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12.\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x18.lavik.data.v1.LinkStateR\x05state\x12!\n" +

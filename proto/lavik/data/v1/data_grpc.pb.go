@@ -45,9 +45,11 @@ type DataAdminClient interface {
 	// link, receives a consistent snapshot of the primary's data plus the backlog from the
 	// snapshot's offset, and replaces its own data with it. It returns once the resync has
 	// started; progress shows in Status (primary_link). Calling it again while a rebuild from the
-	// same primary_address runs is a no-op; with another address it restarts from that one.
-	// FAILED_PRECONDITION on a primary or standalone node, whose data is the authoritative copy
-	// (demote it through meta first), or when expected_epoch does not match.
+	// same primary_address runs is a no-op; with another address a node without meta restarts
+	// from that one. FAILED_PRECONDITION on a primary or standalone node, whose data is the
+	// authoritative copy (demote it through meta first), when expected_epoch does not match, and
+	// under meta for any primary_address but the one meta made it follow. While the copy runs
+	// (and after it broke, until one finishes) the node's data is incomplete: never promoted.
 	Rebuild(ctx context.Context, in *RebuildRequest, opts ...grpc.CallOption) (*RebuildResponse, error)
 }
 
@@ -92,9 +94,11 @@ type DataAdminServer interface {
 	// link, receives a consistent snapshot of the primary's data plus the backlog from the
 	// snapshot's offset, and replaces its own data with it. It returns once the resync has
 	// started; progress shows in Status (primary_link). Calling it again while a rebuild from the
-	// same primary_address runs is a no-op; with another address it restarts from that one.
-	// FAILED_PRECONDITION on a primary or standalone node, whose data is the authoritative copy
-	// (demote it through meta first), or when expected_epoch does not match.
+	// same primary_address runs is a no-op; with another address a node without meta restarts
+	// from that one. FAILED_PRECONDITION on a primary or standalone node, whose data is the
+	// authoritative copy (demote it through meta first), when expected_epoch does not match, and
+	// under meta for any primary_address but the one meta made it follow. While the copy runs
+	// (and after it broke, until one finishes) the node's data is incomplete: never promoted.
 	Rebuild(context.Context, *RebuildRequest) (*RebuildResponse, error)
 	mustEmbedUnimplementedDataAdminServer()
 }

@@ -913,9 +913,14 @@ type HeartbeatRequest struct {
 	// replication_offset, which it does after this check. A primary that reports false has
 	// stopped: every write it acknowledged is within replication_offset, and it takes no more
 	// until a heartbeat answer grants it a lease again. A switchover waits for this.
-	Writable      bool `protobuf:"varint,8,opt,name=writable,proto3" json:"writable,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Writable bool `protobuf:"varint,8,opt,name=writable,proto3" json:"writable,omitempty"`
+	// The node's data is not a complete copy of any history: a full resync emptied it and has
+	// not finished (the mark survives restarts), or the node has never completed one since its
+	// data directory was made. Meta never promotes such a node, except as the first primary of
+	// a group that has never had one. health is then HEALTH_SYNCING and health_detail says why.
+	DataIncomplete bool `protobuf:"varint,9,opt,name=data_incomplete,json=dataIncomplete,proto3" json:"data_incomplete,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
@@ -1000,6 +1005,13 @@ func (x *HeartbeatRequest) GetHealthDetail() string {
 func (x *HeartbeatRequest) GetWritable() bool {
 	if x != nil {
 		return x.Writable
+	}
+	return false
+}
+
+func (x *HeartbeatRequest) GetDataIncomplete() bool {
+	if x != nil {
+		return x.DataIncomplete
 	}
 	return false
 }
@@ -1258,9 +1270,13 @@ type ShardGroup struct {
 	// The hash slots this group owns, out of the 16,384 Redis Cluster slots, sorted by start.
 	// Invariant: ranges do not overlap or touch (adjacent ranges are merged), and no slot is
 	// owned by two groups. A slot in no group's ranges is unassigned.
-	Slots         []*SlotRange `protobuf:"bytes,5,rep,name=slots,proto3" json:"slots,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Slots []*SlotRange `protobuf:"bytes,5,rep,name=slots,proto3" json:"slots,omitempty"`
+	// When the group needs a new primary and no follower is fit to be one: why each is not
+	// (silent, data incomplete, another history, ...). Empty otherwise, and on an answer from a
+	// member that does not lead (only the leader knows).
+	NoPrimaryReason string `protobuf:"bytes,6,opt,name=no_primary_reason,json=noPrimaryReason,proto3" json:"no_primary_reason,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ShardGroup) Reset() {
@@ -1326,6 +1342,13 @@ func (x *ShardGroup) GetSlots() []*SlotRange {
 		return x.Slots
 	}
 	return nil
+}
+
+func (x *ShardGroup) GetNoPrimaryReason() string {
+	if x != nil {
+		return x.NoPrimaryReason
+	}
+	return ""
 }
 
 // SlotRange is the slots start..end, both inclusive (Redis's CLUSTER SLOTS convention).
@@ -1405,7 +1428,12 @@ type NodeInfo struct {
 	// heartbeated. A node silent for more than a few heartbeat intervals is treated as down.
 	LastHeartbeatUnixMs int64 `protobuf:"varint,8,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
 	// The lavik-data version the node registered with.
-	Version       string `protobuf:"bytes,9,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,9,opt,name=version,proto3" json:"version,omitempty"`
+	// Whether the node's last heartbeat said its data is incomplete (see
+	// HeartbeatRequest.data_incomplete): such a node is never promoted.
+	DataIncomplete bool `protobuf:"varint,10,opt,name=data_incomplete,json=dataIncomplete,proto3" json:"data_incomplete,omitempty"`
+	// The health_detail of the node's last heartbeat.
+	HealthDetail  string `protobuf:"bytes,11,opt,name=health_detail,json=healthDetail,proto3" json:"health_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1499,6 +1527,20 @@ func (x *NodeInfo) GetLastHeartbeatUnixMs() int64 {
 func (x *NodeInfo) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetDataIncomplete() bool {
+	if x != nil {
+		return x.DataIncomplete
+	}
+	return false
+}
+
+func (x *NodeInfo) GetHealthDetail() string {
+	if x != nil {
+		return x.HealthDetail
 	}
 	return ""
 }
@@ -1721,7 +1763,7 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12&\n" +
 	"\x0fprimary_node_id\x18\x03 \x01(\tR\rprimaryNodeId\x12'\n" +
 	"\x0fprimary_address\x18\x04 \x01(\tR\x0eprimaryAddress\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\xb2\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x05 \x01(\rR\x13heartbeatIntervalMs\"\xdb\x02\n" +
 	"\x10HeartbeatRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12)\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x15.lavik.common.v1.RoleR\x04role\x12\x14\n" +
@@ -1730,7 +1772,8 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x12replication_offset\x18\x05 \x01(\x04R\x11replicationOffset\x12-\n" +
 	"\x06health\x18\x06 \x01(\x0e2\x15.lavik.meta.v1.HealthR\x06health\x12#\n" +
 	"\rhealth_detail\x18\a \x01(\tR\fhealthDetail\x12\x1a\n" +
-	"\bwritable\x18\b \x01(\bR\bwritable\"\xc9\x02\n" +
+	"\bwritable\x18\b \x01(\bR\bwritable\x12'\n" +
+	"\x0fdata_incomplete\x18\t \x01(\bR\x0edataIncomplete\"\xc9\x02\n" +
 	"\x11HeartbeatResponse\x12:\n" +
 	"\rassigned_role\x18\x01 \x01(\x0e2\x15.lavik.common.v1.RoleR\fassignedRole\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12*\n" +
@@ -1746,17 +1789,18 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\"\n" +
 	"\flinearizable\x18\x03 \x01(\bR\flinearizable\x12#\n" +
 	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12)\n" +
-	"\x10heartbeats_known\x18\x05 \x01(\bR\x0fheartbeatsKnown\"\xcc\x01\n" +
+	"\x10heartbeats_known\x18\x05 \x01(\bR\x0fheartbeatsKnown\"\xf8\x01\n" +
 	"\n" +
 	"ShardGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x121\n" +
 	"\aprimary\x18\x03 \x01(\v2\x17.lavik.meta.v1.NodeInfoR\aprimary\x125\n" +
 	"\tfollowers\x18\x04 \x03(\v2\x17.lavik.meta.v1.NodeInfoR\tfollowers\x12.\n" +
-	"\x05slots\x18\x05 \x03(\v2\x18.lavik.meta.v1.SlotRangeR\x05slots\"3\n" +
+	"\x05slots\x18\x05 \x03(\v2\x18.lavik.meta.v1.SlotRangeR\x05slots\x12*\n" +
+	"\x11no_primary_reason\x18\x06 \x01(\tR\x0fnoPrimaryReason\"3\n" +
 	"\tSlotRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\rR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\rR\x03end\"\xea\x02\n" +
+	"\x03end\x18\x02 \x01(\rR\x03end\"\xb8\x03\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fdata_address\x18\x02 \x01(\tR\vdataAddress\x12#\n" +
@@ -1766,7 +1810,10 @@ const file_lavik_meta_v1_meta_proto_rawDesc = "" +
 	"\x0ereplication_id\x18\x06 \x01(\tR\rreplicationId\x12-\n" +
 	"\x12replication_offset\x18\a \x01(\x04R\x11replicationOffset\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\b \x01(\x03R\x13lastHeartbeatUnixMs\x12\x18\n" +
-	"\aversion\x18\t \x01(\tR\aversion\"\xc3\x01\n" +
+	"\aversion\x18\t \x01(\tR\aversion\x12'\n" +
+	"\x0fdata_incomplete\x18\n" +
+	" \x01(\bR\x0edataIncomplete\x12#\n" +
+	"\rhealth_detail\x18\v \x01(\tR\fhealthDetail\"\xc3\x01\n" +
 	"\x0ePromoteRequest\x12\x1f\n" +
 	"\vshard_group\x18\x01 \x01(\tR\n" +
 	"shardGroup\x12$\n" +

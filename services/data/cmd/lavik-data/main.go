@@ -199,6 +199,9 @@ func run(args []string) int {
 			ks.Close()
 			return 1
 		}
+		// From here on only meta changes the node's role: before the admin API or a client
+		// could ask for it.
+		node.Manage(ident)
 	} else if err := node.Start(cfg.Replicaof()); err != nil {
 		log.Error("cannot start replication", "err", err)
 	}
