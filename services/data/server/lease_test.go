@@ -57,13 +57,33 @@ func startLeasedServer(t *testing.T) leasedServer {
 	return leasedServer{node: node, gate: gate, c: c}
 }
 
+// revokeDuringSync sends cmds, the first a write, holds its group commit while the lease ends,
+// and checks that the write's reply says the lease ran out.
+func (ls leasedServer) revokeDuringSync(t *testing.T, cmds ...cmd) {
+	t.Helper()
+	ls.gate.armed.Store(true)
+	ls.c.send(cmds...)
+	reply := pending(ls.c)
+	select {
+	case <-ls.gate.entered:
+	case <-time.After(waitFor):
+		t.Fatal("the write's sync never started")
+	}
+	ls.node.RevokeLease()
+	ls.gate.armed.Store(false)
+	ls.gate.open()
+	if got := replyOf(t, reply); !strings.HasPrefix(got, "-READONLY lavik: this primary's lease ran out") {
+		t.Fatalf("a write acknowledged after the lease ended: %.80s", got)
+	}
+}
+
 // TestLeaseFencesWrites: a primary under meta takes writes only while it holds a lease. Without
 // one a write is refused with READONLY before it runs; with one it is served; and a write whose
 // group commit is in flight when the lease ends gets READONLY too instead of an acknowledgement
 // (it may have been applied, but no client was told so after the lease). Reads go on throughout.
 func TestLeaseFencesWrites(t *testing.T) {
 	ls := startLeasedServer(t)
-	node, gate, c := ls.node, ls.gate, ls.c
+	node, c := ls.node, ls.c
 	c.send(cmd{"SET", "k", "before"})
 	c.expect("+OK")
 	node.RequireLease(true)
@@ -78,20 +98,7 @@ func TestLeaseFencesWrites(t *testing.T) {
 	c.expect("+OK")
 
 	// The group commit of this write is held while the lease ends.
-	gate.armed.Store(true)
-	c.send(cmd{"SET", "k", "in-flight"})
-	reply := pending(c)
-	select {
-	case <-gate.entered:
-	case <-time.After(waitFor):
-		t.Fatal("the SET's sync never started")
-	}
-	node.RevokeLease()
-	gate.armed.Store(false)
-	gate.open()
-	if got := replyOf(t, reply); !strings.HasPrefix(got, "-READONLY lavik: this primary's lease ran out") {
-		t.Fatalf("a write acknowledged after the lease ended: %s", got)
-	}
+	ls.revokeDuringSync(t, cmd{"SET", "k", "in-flight"})
 	c.send(cmd{"GET", "k"})
 	if got := replyOf(t, pending(c)); got != bulk("in-flight") && got != bulk("leased") {
 		t.Fatalf("GET after: %s", got)
@@ -104,27 +111,14 @@ func TestLeaseFencesWrites(t *testing.T) {
 // the long reply goes out.
 func TestLeaseLostMidReply(t *testing.T) {
 	ls := startLeasedServer(t)
-	node, gate, c := ls.node, ls.gate, ls.c
+	node, c := ls.node, ls.c
 	node.RequireLease(true)
 	node.GrantLease(node.LeaseClock(), time.Minute, 1)
 	big := strings.Repeat("v", 300<<10)
 	c.send(cmd{"SET", "big", big})
 	c.expect("+OK")
 
-	gate.armed.Store(true)
-	c.send(cmd{"SET", "k", "in-flight"}, cmd{"GET", "big"})
-	set := pending(c)
-	select {
-	case <-gate.entered:
-	case <-time.After(waitFor):
-		t.Fatal("the SET's sync never started")
-	}
-	node.RevokeLease()
-	gate.armed.Store(false)
-	gate.open()
-	if got := replyOf(t, set); !strings.HasPrefix(got, "-READONLY lavik: this primary's lease ran out") {
-		t.Fatalf("a write acknowledged after the lease ended: %.80s", got)
-	}
+	ls.revokeDuringSync(t, cmd{"SET", "k", "in-flight"}, cmd{"GET", "big"})
 	if got := replyOf(t, pending(c)); !strings.HasPrefix(got, "-READONLY") {
 		t.Fatalf("the long reply after it: %.80s", got)
 	}
