@@ -18,9 +18,9 @@
 // every shard's lock, with every segment pinned), read and sent while the primary serves reads
 // and writes, in Lavik's own format inside Redis's streamed-payload framing (snapfmt.go).
 //
-// The follower applies the stream through the command table a unit at a time (a command, or a
-// MULTI ... EXEC), each in a keyspace EXEC over the shards of its keys only, which also writes
-// those shards' replication states (history id, offset, the stream's database and clock) to
+// The follower applies the stream through the command table in batches of whole units (a
+// command, or a MULTI ... EXEC), each batch in a keyspace EXEC over the shards of its keys only,
+// which also writes those shards' replication states (history id, offset, the stream's database and clock) to
 // keys of keyspace.InternalDB, one per shard. After a crash each shard's data and its offset
 // agree; the follower resumes with a partial resync from the lowest, and skips in each shard
 // what it already holds (apply.go has the argument). It acknowledges what it applied as soon as

@@ -21,8 +21,8 @@ import (
 // REPLCONF listening-port and capa, PSYNC), load a snapshot when the primary sends one, then
 // apply the stream for as long as the link lives, and reconnect when it breaks.
 //
-// Applying (apply.go). The stream's commands run through the command table, a unit (one
-// command, or a MULTI ... EXEC) at a time, each in a keyspace EXEC over the shards of its keys
+// Applying (apply.go). The stream's commands run through the command table, in batches of whole
+// units (one command, or a MULTI ... EXEC), each in a keyspace EXEC over the shards of its keys
 // that also writes those shards' replication states (the stream offset, database and clock
 // each stands at). After a kill -9 or a power loss the follower therefore knows exactly which
 // units each shard holds, resumes from the lowest shard state with a partial resync, and skips
