@@ -191,6 +191,10 @@ func (ks *Keyspace) AccessOf(se *Session, db int, key []byte) (a Access, ok bool
 		pdb = ks.execMap(b)[uint8(db)]
 		h = ks.hash(pdb, key)
 		s = ks.shardOf(h)
+		if !b.holds(s) {
+			b.err = ErrExecShards
+			return Access{}, false
+		}
 	} else {
 		pdb, h, s = ks.rlockKey(db, key)
 	}

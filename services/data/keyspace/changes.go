@@ -77,6 +77,14 @@ func (ks *Keyspace) SetChangeSink(sink ChangeSink, at func()) {
 	}
 }
 
+// ChangeSink returns the sink SetChangeSink started, or nil.
+func (ks *Keyspace) ChangeSink() ChangeSink {
+	if p := ks.sink.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Propagate states the effect of the session's current command: the commands that make a
 // follower's keyspace change as the primary's does (a relative expiry made absolute, the members
 // SPOP chose removed by SREM, a blocking pop as the pop it did). It replaces what the command

@@ -222,6 +222,9 @@ func (ks *Keyspace) SwapDB(se *Session, a, b int) error {
 		keys[i] = Key{DB: InternalDB, Key: k}
 	}
 	if eb := se.batch(); eb != nil {
+		if !eb.whole() {
+			return ErrExecShards
+		}
 		// Inside an EXEC (every lock held): the new map is written with the EXEC's other
 		// writes, its commands from here on translate through it, and its commit installs it.
 		m := *ks.execMap(eb)

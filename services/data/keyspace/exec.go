@@ -32,6 +32,14 @@ import (
 // Rejected: running without the locks and validating at commit, which would need the commands
 // run again after their replies were made; a keyspace-wide lock taken by every command, a shared
 // counter on every GET of every core for a feature few requests use.
+//
+// ExecIn is the same over some shards only: it takes their locks alone, so that the rest of the
+// keyspace goes on serving (a follower applies its primary's stream so, one unit at a time,
+// where an EXEC of every shard stopped every reader for a whole batch). Its commands must stay
+// inside those shards: one that reaches a key of another shard, or the whole keyspace (SCAN,
+// KEYS, DBSIZE, RANDOMKEY, FLUSHDB, FLUSHALL, SWAPDB), gets ErrExecShards before it looks, and
+// the EXEC then applies nothing and returns that error, so that the caller can run it again
+// over every shard.
 
 // execBatch is the overlay of an EXEC being run.
 type execBatch struct {
@@ -50,6 +58,41 @@ type execBatch struct {
 	dbm     *dbMap
 	swaps   [][2]uint8
 	scratch []byte
+	// held[i] says the EXEC holds shard i's lock (nil: every shard's, Exec); err is
+	// ErrExecShards once a command reached beyond them (ExecIn).
+	held []bool
+	err  error
+}
+
+// ErrExecShards is returned by ExecIn when its commands reach beyond the shards it locked.
+var ErrExecShards = errors.New("keyspace: EXEC reached beyond the shards it holds")
+
+// holds reports whether the EXEC holds s's lock.
+func (b *execBatch) holds(s *shard) bool { return b.held == nil || b.held[s.id] }
+
+// whole reports whether the EXEC holds every shard's lock, as an operation on the whole
+// keyspace needs; if not, it fails the EXEC (ErrExecShards).
+func (b *execBatch) whole() bool {
+	if b.held == nil {
+		return true
+	}
+	b.err = ErrExecShards
+	return false
+}
+
+// reach checks that the EXEC holds the lock of every shard of tx's keys; if not, it fails the
+// EXEC (ErrExecShards).
+func (b *execBatch) reach(tx *Tx) error {
+	if b.held == nil {
+		return nil
+	}
+	for _, k := range tx.uniq {
+		if !b.held[k.shard.id] {
+			b.err = ErrExecShards
+			return ErrExecShards
+		}
+	}
+	return nil
 }
 
 // execMap is the map the commands of an EXEC translate through (the keyspace's, or the one
@@ -83,27 +126,27 @@ func (se *Session) batch() *execBatch {
 // InExec reports whether se is running an EXEC (its goroutine holds every shard's lock).
 func (se *Session) InExec() bool { return se.batch() != nil }
 
-// lock and the others take the shard's lock unless se runs an EXEC, whose goroutine holds it.
+// lock and the others take the shard's lock unless se runs an EXEC whose goroutine holds it.
 func (s *shard) lock(se *Session) {
-	if se.batch() == nil {
+	if b := se.batch(); b == nil || !b.holds(s) {
 		s.mu.Lock()
 	}
 }
 
 func (s *shard) unlock(se *Session) {
-	if se.batch() == nil {
+	if b := se.batch(); b == nil || !b.holds(s) {
 		s.mu.Unlock()
 	}
 }
 
 func (s *shard) rlock(se *Session) {
-	if se.batch() == nil {
+	if b := se.batch(); b == nil || !b.holds(s) {
 		s.mu.RLock()
 	}
 }
 
 func (s *shard) runlock(se *Session) {
-	if se.batch() == nil {
+	if b := se.batch(); b == nil || !b.holds(s) {
 		s.mu.RUnlock()
 	}
 }
@@ -125,11 +168,50 @@ var ErrExecNested = errors.New("keyspace: EXEC inside EXEC")
 // w's keys are unwatched. The error is the commit's: when it is set nothing the commands did
 // was applied.
 func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err error) {
+	return ks.exec(se, w, nil, run)
+}
+
+// ExecIn is Exec over the shards listed (ShardOf numbers, each once), holding their locks only
+// (see above). If a command reached beyond them, nothing is applied and the error is
+// ErrExecShards.
+func (ks *Keyspace) ExecIn(se *Session, shards []int, run func()) error {
+	held := make([]bool, len(ks.shards))
+	for _, i := range shards {
+		held[i] = true
+	}
+	_, err := ks.exec(se, nil, held, run)
+	return err
+}
+
+// ShardOf is the shard that holds (db, key), for ExecIn. The answer holds until a SWAPDB.
+func (ks *Keyspace) ShardOf(db int, key []byte) int {
+	return ks.shardOf(ks.hash(ks.dbm.cur.Load()[uint8(db)], key)).id
+}
+
+// NumShards is the number of shards.
+func (ks *Keyspace) NumShards() int { return len(ks.shards) }
+
+// exec is Exec, over the shards held says (nil: every one).
+func (ks *Keyspace) exec(se *Session, w *Watches, held []bool, run func()) (ran bool, err error) {
 	if se.exec != nil {
 		return false, ErrExecNested
 	}
-	unlock := ks.lockAll()
-	b := &execBatch{now: ks.sessNow(se), keys: map[string]*txKey{}, flushed: make([]bool, MaxDatabases)}
+	var unlock func()
+	if held == nil {
+		unlock = ks.lockAll()
+	} else {
+		var shards []*shard
+		for i, h := range held {
+			if h {
+				shards = append(shards, ks.shards[i])
+			}
+		}
+		for _, s := range shards { // in order, as lockAll
+			s.mu.Lock()
+		}
+		unlock = func() { unlockAll(shards) }
+	}
+	b := &execBatch{now: ks.sessNow(se), keys: map[string]*txKey{}, flushed: make([]bool, MaxDatabases), held: held}
 	defer func() {
 		se.exec = nil
 		unlock()
@@ -142,6 +224,10 @@ func (ks *Keyspace) Exec(se *Session, w *Watches, run func()) (ran bool, err err
 	}
 	se.exec = b
 	run()
+	if b.err != nil {
+		se.DropEffects()
+		return true, b.err
+	}
 	tx := &Tx{ks: ks, now: b.now}
 	for _, bk := range b.order {
 		tx.uniq = append(tx.uniq, b.keys[bk])
@@ -177,6 +263,9 @@ func (ks *Keyspace) updateBatch(se *Session, b *execBatch, keys []Key, fn func(t
 	}
 	tx := &Tx{ks: ks}
 	tx.setupMap(keys, ks.execMap(b))
+	if err := b.reach(tx); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		tx.beginBatch(b)
 		err := fn(tx)
@@ -262,6 +351,9 @@ func (b *execBatch) keepCache(tx *Tx) {
 
 // flush drops the overlay's keys of db (all: of every database) and hides the index's.
 func (b *execBatch) flush(db int, all bool) {
+	if !b.whole() {
+		return
+	}
 	if all {
 		b.flushAll = true
 		b.dbm = identityDBMap()
@@ -428,6 +520,9 @@ func (ks *Keyspace) mgetBatch(se *Session, db int, keys [][]byte, fn func(i int,
 // dbSizeBatch is DBSize inside an EXEC of physical database db: the index's count, corrected
 // by the overlay.
 func (ks *Keyspace) dbSizeBatch(b *execBatch, db int) int64 {
+	if !b.whole() {
+		return 0
+	}
 	var n int64
 	if !b.flushed[db] {
 		for _, s := range ks.shards {
@@ -451,6 +546,9 @@ func (ks *Keyspace) dbSizeBatch(b *execBatch, db int) int64 {
 
 // randomKeyBatch is RandomKey inside an EXEC.
 func (ks *Keyspace) randomKeyBatch(se *Session, b *execBatch, ldb int) []byte {
+	if !b.whole() {
+		return nil
+	}
 	db := int(ks.execMap(b)[ldb])
 	total := ks.dbSizeBatch(b, db)
 	if total <= 0 {

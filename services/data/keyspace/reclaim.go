@@ -534,32 +534,46 @@ func (ks *Keyspace) reclaimSegment(s *shard, id uint32, limit, force bool) error
 		return fmt.Errorf("keyspace: reclaim segment %d of shard %d: %w", id, s.id, err)
 	}
 	ks.drainLocked(s) // chunked values removed while the segment was read
+	release, err := ks.detachSegment(s, id)
+	if release != nil {
+		// The file goes after the shard's lock: its unlink and the directory's sync took up
+		// to a tenth of a second here, and every writer of the shard (a follower's applier,
+		// which locks every shard, stopped whole) waited for it.
+		release()
+	}
+	return err
+}
+
+// detachSegment drops segment id from shard s's log once reclamation has emptied it, under the
+// shard's lock; release (nil when nothing was dropped) removes its file, after the lock.
+func (ks *Keyspace) detachSegment(s *shard, id uint32) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok = s.log.SegmentStat(id)
+	st, ok := s.log.SegmentStat(id)
 	if !ok {
-		return nil // FLUSHALL dropped it meanwhile
+		return nil, nil // FLUSHALL dropped it meanwhile
 	}
 	if s.queuedInLocked(id) || st.Live() != 0 && len(s.deadMans) > 0 {
 		// A chunked value removed since the drain: its manifest in this segment must be read
 		// before the segment goes, and its chunks may be what is live here. Next round.
-		return errReclaimLater
+		return nil, errReclaimLater
 	}
 	if st.Live() != 0 {
 		ks.skipSegment(s, id)
 		ks.log.Error("segment still holds live records after reclamation; left alone", "shard", s.id, "segment", id, "live_bytes", st.Live())
-		return nil
+		return nil, nil
 	}
 	if invariants {
 		ks.checkDropLocked(s, func(seg uint32) bool { return seg == id })
 	}
-	if err := s.log.DropSegment(id); err != nil {
-		return err
+	release, err = s.log.DetachSegment(id)
+	if err != nil {
+		return nil, err
 	}
 	ks.rc.segments.Add(1)
 	ks.rc.freed.Add(uint64(st.Size))
 	ks.log.Debug("segment reclaimed", "shard", s.id, "segment", id, "bytes", st.Size)
-	return nil
+	return release, nil
 }
 
 // rewriteSegment copies what still matters of segment id to the active segment. gain is the

@@ -910,3 +910,85 @@ func TestPaceFor(t *testing.T) {
 		}
 	}
 }
+
+// blockRemove holds every removal of a segment file until release is closed, and says when the
+// first one began.
+type blockRemove struct {
+	began   chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockRemove) MaybeError(op vfs.Op, path string) error {
+	if op == vfs.OpRemove && strings.HasSuffix(path, ".seg") {
+		b.once.Do(func() { close(b.began) })
+		<-b.release
+	}
+	return nil
+}
+
+// TestReclaimRemovesFileOutsideShardLock: the collector removes an emptied segment's file after it
+// lets go of the shard's lock, so writers of the shard do not wait for the unlink and the
+// directory's sync (tens of milliseconds on a busy disk; a follower's applier stopped with them).
+// Here the removal waits until the write is done: a collector that removed under the lock would
+// never let the write finish.
+func TestReclaimRemovesFileOutsideShardLock(t *testing.T) {
+	clk := newTestClock()
+	block := &blockRemove{began: make(chan struct{}), release: make(chan struct{})}
+	opts := testOpts(vfs.NewErrorFS(vfs.NewMem(), block), clk)
+	opts.Shards = 1
+	opts.SegmentSize = 8 << 10
+	opts.CheckpointInterval = -1
+	ks := mustOpen(t, opts)
+	released := false
+	defer func() {
+		if !released {
+			close(block.release)
+		}
+	}()
+	se := ks.NewSession()
+	for round := 0; round < 2; round++ {
+		for k := 0; k < 100; k++ {
+			mustPut(t, ks, se, 0, fmt.Sprint("key", k), strings.Repeat("x", 200), 0)
+		}
+	}
+	if err := se.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s := ks.shards[0]
+	var victim uint32
+	for _, g := range s.log.SegmentStats() {
+		if !g.Active && g.Dead > 0 {
+			victim = g.ID
+			break
+		}
+	}
+	if victim == 0 {
+		t.Fatal("no sealed segment with dead records")
+	}
+	reclaimed := make(chan error, 1)
+	go func() { reclaimed <- reclaimNow(ks, s, victim) }()
+	select {
+	case <-block.began:
+	case err := <-reclaimed:
+		t.Fatalf("segment %d reclaimed without removing a file: %v", victim, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the collector did not come to removing the segment's file")
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- ks.Put(ks.NewSession(), 0, []byte("during"), []byte("removal"), 0, TypeString) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write to the shard waited for the removal of a segment file")
+	}
+	released = true
+	close(block.release)
+	if err := <-reclaimed; err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, ks)
+}

@@ -29,6 +29,9 @@ func (ks *Keyspace) Scan(se *Session, db int, cursor uint64, count int, fn func(
 		return 0
 	}
 	b := se.batch()
+	if b != nil && !b.whole() {
+		return 0
+	}
 	if b != nil && b.flushed[ks.execMap(b)[db]] { // an EXEC holds every lock
 		cursor = uint64(len(ks.shards)) << 32 // no key of the index is left in db
 	}

@@ -151,6 +151,16 @@ func (h *Held) Release(r *Registry) {
 	h.Drop()
 }
 
+// Len is the number of messages held.
+func (h *Held) Len() int { return len(h.msgs) }
+
+// Truncate forgets the messages held after the first n (a unit that did not commit and will run
+// again, after others that did).
+func (h *Held) Truncate(n int) {
+	clear(h.msgs[n:])
+	h.msgs = h.msgs[:n]
+}
+
 // Drop forgets the messages held (a batch that did not commit and will run again).
 func (h *Held) Drop() {
 	clear(h.msgs)

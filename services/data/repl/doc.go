@@ -18,10 +18,14 @@
 // every shard's lock, with every segment pinned), read and sent while the primary serves reads
 // and writes, in Lavik's own format inside Redis's streamed-payload framing (snapfmt.go).
 //
-// The follower applies the stream through the command table in batches, each one keyspace
-// EXEC that also writes its replication state (history id, offset, the stream's database and
-// clock) to a key of keyspace.InternalDB, so that after a crash its data and its offset agree
-// and it resumes with a partial resync. A node that takes writes as a primary records a history
+// The follower applies the stream through the command table in batches of whole units (a
+// command, or a MULTI ... EXEC), each batch in a keyspace EXEC over the shards of its keys only,
+// which also writes those shards' replication states (history id, offset, the stream's database and clock) to
+// keys of keyspace.InternalDB, one per shard. After a crash each shard's data and its offset
+// agree; the follower resumes with a partial resync from the lowest, and skips in each shard
+// what it already holds (apply.go has the argument). It acknowledges what it applied as soon as
+// it is durable, so WAIT on the primary needs no GETACK. The primary writes a change's bytes to
+// its followers' sockets before the change's reply leaves (Stream.Ship). A node that takes writes as a primary records a history
 // of its own, so that, following a primary again, it can never continue a stream its data has
 // diverged from: it gets a full resync.
 //

@@ -2,37 +2,32 @@ package repl
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
 	"github.com/lavikdb/lavik/services/data/keyspace"
-	"github.com/lavikdb/lavik/services/data/pubsub"
 )
 
 // A follower's link to its primary: connect, hand-shake as Redis replicas do (PING, AUTH,
 // REPLCONF listening-port and capa, PSYNC), load a snapshot when the primary sends one, then
 // apply the stream for as long as the link lives, and reconnect when it breaks.
 //
-// Applying. The stream's commands run through the command table, in batches: each batch is one
-// keyspace EXEC (all of it or none of it applies, whatever crashes) that also writes the
-// follower's replication state (history id, offset, the stream's database and clock) to a key
-// of keyspace.InternalDB. After a kill -9 or a power loss the follower therefore knows exactly
-// which offset its data stands at and asks for the stream from there: a partial resync, with
-// nothing applied twice or skipped. A batch never ends inside a MULTI ... EXEC of the stream.
-// Each command decides by the primary's clock (LAVIK.CLOCK), so expiry and relative times come
-// out as they did on the primary.
+// Applying (apply.go). The stream's commands run through the command table, in batches of whole
+// units (one command, or a MULTI ... EXEC), each in a keyspace EXEC over the shards of its keys
+// that also writes those shards' replication states (the stream offset, database and clock
+// each stands at). After a kill -9 or a power loss the follower therefore knows exactly which
+// units each shard holds, resumes from the lowest shard state with a partial resync, and skips
+// what a shard has: nothing applied twice or skipped. Each command decides by the primary's clock
+// (LAVIK.CLOCK), so expiry and relative times come out as they did on the primary.
 
 const (
 	linkConnect    int32 = iota // not connected; will connect
@@ -63,19 +58,15 @@ func decodeState(b []byte) (replState, bool) {
 	return s, err == nil && n == 5 && v == 1 && len(s.replid) == 40
 }
 
-// loadState reads the persisted state; ok false when there is none (never synced, or a full
-// resync did not finish).
+// loadState reads where the persisted data stands: the lowest of the shards' states, or the
+// global state when there are none (apply.go); ok false when there is no state (never synced, or
+// a full resync did not finish).
 func loadState(ks *keyspace.Keyspace) (replState, bool) {
-	var st replState
-	ok := false
-	ks.Get(nil, keyspace.InternalDB, stateKey, func(v keyspace.Value, _ keyspace.Meta) error {
-		b, err := v.Bytes()
-		if err == nil {
-			st, ok = decodeState(b)
-		}
-		return err
-	})
-	return st, ok
+	g, shards, ok := loadStates(ks)
+	if !ok {
+		return replState{}, false
+	}
+	return resumeState(g, shards), true
 }
 
 type link struct {
@@ -97,6 +88,10 @@ type link struct {
 	connMu    sync.Mutex
 	conn      net.Conn
 	ackKick   chan struct{}
+	// ackMu serializes the acknowledgements the applier and the acker write; acked is the
+	// offset last acknowledged.
+	ackMu sync.Mutex
+	acked atomic.Int64
 }
 
 func newLink(n *Node, host string, port int) *link {
@@ -362,253 +357,4 @@ func (l *link) loadSnapshot(br *bufio.Reader, st replState) error {
 	l.n.clearMarkLocked()
 	l.n.mu.Unlock()
 	return nil
-}
-
-// applier runs the stream's commands.
-type applier struct {
-	l    *link
-	ctx  commands.Ctx
-	se   *keyspace.Session
-	cmds []resp.Command
-	// cur is the stream's state as read so far; upto its state after the last whole unit (what
-	// a batch persists); the offset of a MULTI not yet complete is not in upto.
-	cur, upto replState
-	// multi holds the commands of a MULTI ... EXEC of the stream not yet complete (copies).
-	multi   []unitCmd
-	inMulti bool
-	// units are the whole units read and not yet applied; ackAsked says a GETACK came.
-	units    []unit
-	ackAsked bool
-	// held are the messages the batch being applied publishes (keyspace events, the
-	// primary's PUBLISHes), published once it is applied and durable, so that a subscriber
-	// told of a change can read it, and a batch run again publishes nothing twice.
-	held pubsub.Held
-}
-
-// unit is what applies together: one command, or the commands of a MULTI ... EXEC, with the
-// clock they run by.
-type unit struct {
-	cmds  []unitCmd
-	clock int64
-	after replState // the stream's state just past the unit
-}
-
-// unitCmd is one command and the database it runs in.
-type unitCmd struct {
-	db   int
-	args [][]byte
-}
-
-// applyBatch is the most commands one EXEC of the applier runs: every shard is locked while it
-// does, so readers on the follower wait for at most that many.
-const applyBatch = 256
-
-func (l *link) apply(br *bufio.Reader, st replState) error {
-	a := &applier{l: l, se: l.n.ks.NewSession(), cur: st, upto: st}
-	cl := &commands.Client{ID: -1, Addr: "primary", Authed: true, Created: time.Now()}
-	a.ctx = commands.Ctx{W: resp.NewWriter(), Client: cl, Srv: l.n.opts.Server, KS: l.n.ks, Sess: a.se, Repl: l.n, NoBlock: true,
-		PS: l.n.opts.PubSub, Held: &a.held}
-	rd := resp.NewReader(br, resp.Limits{})
-	for {
-		var err error
-		a.cmds, err = rd.ReadCommands(a.cmds, 4096)
-		if err != nil {
-			return err
-		}
-		for _, c := range a.cmds {
-			a.read(c)
-			l.read.Add(int64(c.Size))
-		}
-		if err := a.flush(); err != nil {
-			return err
-		}
-	}
-}
-
-// read takes one command of the stream.
-func (a *applier) read(c resp.Command) {
-	a.cur.offset += int64(c.Size)
-	name := strings.ToLower(string(c.Args[0]))
-	switch {
-	case a.inMulti && name == "exec":
-		a.units = append(a.units, unit{cmds: a.multi, clock: a.cur.clock, after: a.cur})
-		a.multi, a.inMulti = nil, false
-	case a.inMulti:
-		args := make([][]byte, len(c.Args))
-		for i, arg := range c.Args {
-			args[i] = bytes.Clone(arg)
-		}
-		a.multi = append(a.multi, unitCmd{db: a.cur.db, args: args})
-		if name == "select" && len(c.Args) == 2 {
-			a.cur.db, _ = strconv.Atoi(string(c.Args[1]))
-		}
-		return
-	case name == "multi":
-		a.inMulti = true
-		return
-	case name == "select" && len(c.Args) == 2:
-		if db, err := strconv.Atoi(string(c.Args[1])); err == nil {
-			a.cur.db = db
-		}
-	case name == "lavik.clock" && len(c.Args) == 2:
-		if ms, err := strconv.ParseInt(string(c.Args[1]), 10, 64); err == nil {
-			a.cur.clock = ms
-		}
-	case name == "ping":
-	case name == "replconf":
-		if len(c.Args) >= 2 && strings.EqualFold(string(c.Args[1]), "getack") {
-			a.ackAsked = true
-		}
-	default:
-		a.units = append(a.units, unit{cmds: []unitCmd{{db: a.cur.db, args: c.Args}}, clock: a.cur.clock, after: a.cur})
-	}
-	a.upto = a.cur
-}
-
-// flush applies the units read, a batch at a time, each batch with the state it brings the
-// follower to, and makes them durable; then the link acknowledges them when asked.
-func (a *applier) flush() error {
-	ks := a.l.n.ks
-	for len(a.units) > 0 {
-		n, cmds := 0, 0
-		for n < len(a.units) && (n == 0 || cmds+len(a.units[n].cmds) <= applyBatch) {
-			cmds += len(a.units[n].cmds)
-			n++
-		}
-		batch := a.units[:n]
-		st := batch[n-1].after
-		if n == len(a.units) {
-			st = a.upto // with what came after the last unit (SELECT, PING, ...)
-		}
-		if err := a.applyOnce(batch, st); err != nil {
-			return err
-		}
-		a.units = a.units[n:]
-		a.l.applied.Store(st.offset)
-		ks.SetClockFloor(st.clock)
-		a.held.Release(a.l.n.opts.PubSub)
-	}
-	a.units = a.units[:0]
-	// Past the last unit only PING, SELECT and the like were read, which change no data: they
-	// count as applied without a write (a restart reads them again).
-	if a.upto.offset > a.l.applied.Load() {
-		a.l.applied.Store(a.upto.offset)
-		ks.SetClockFloor(a.upto.clock)
-	}
-	if a.ackAsked {
-		a.ackAsked = false
-		a.l.ackNow()
-	}
-	return nil
-}
-
-// applyOnce applies batch, bringing the follower to state st, exactly once, and waits until it is
-// durable. A commit that fails applied nothing (keyspace.Exec) and is run again; once it
-// succeeded the batch is in memory and in the logs' tails, so a failed durability wait is
-// retried as a wait, never as a second run: running it again would apply INCR twice.
-func (a *applier) applyOnce(batch []unit, st replState) error {
-	ks := a.l.n.ks
-	logged := false
-	for {
-		a.held.Drop()
-		_, err := ks.Exec(a.se, nil, func() {
-			for _, u := range batch {
-				a.se.SetClock(u.clock)
-				for _, c := range u.cmds {
-					a.run(c)
-				}
-			}
-			ks.Put(a.se, keyspace.InternalDB, stateKey, st.encode(), 0, keyspace.TypeString)
-		})
-		a.se.SetClock(0)
-		if err == nil {
-			break
-		}
-		if !logged {
-			a.l.n.log.Warn("replication: cannot apply the stream; retrying", "err", err)
-			logged = true
-		}
-		if err := a.pause(); err != nil {
-			return err
-		}
-	}
-	// A failed wait forgets what the session waited for (Session.Wait), so the retries wait
-	// for everything the logs hold, which covers the batch.
-	err := a.se.Wait()
-	for err != nil {
-		if !logged {
-			a.l.n.log.Warn("replication: the applied stream is not durable yet; waiting", "err", err)
-			logged = true
-		}
-		if err := a.pause(); err != nil {
-			return err
-		}
-		err = ks.WaitAll()
-	}
-	return nil
-}
-
-// pause waits before a retry, or returns the link's end.
-func (a *applier) pause() error {
-	select {
-	case <-time.After(100 * time.Millisecond):
-		return nil
-	case <-a.l.ctx.Done():
-		return a.l.ctx.Err()
-	}
-}
-
-// run runs one command of the stream. Its reply goes nowhere: the primary's client got it.
-func (a *applier) run(c unitCmd) {
-	cmd := commands.Lookup(c.args[0])
-	if cmd == nil {
-		a.l.n.log.Warn("replication: unknown command in the stream", "cmd", string(c.args[0]))
-		return
-	}
-	if cmd.Subcommands != nil && len(c.args) >= 2 {
-		if sub := cmd.LookupSub(c.args[1]); sub != nil {
-			cmd = sub
-		}
-	}
-	if cmd.Handler == nil || !cmd.CheckArity(len(c.args)) {
-		return
-	}
-	ctx := &a.ctx
-	ctx.Client.DB.Store(int32(max(c.db, 0)))
-	ctx.Args, ctx.Cmd, ctx.Failed, ctx.Broken, ctx.BrokenErr, ctx.Block, ctx.Wrote = c.args, cmd, false, false, nil, nil, ctx.Wrote[:0]
-	ctx.W.Reset()
-	a.se.TrackKeys(ctx.TrackingKeys())
-	defer func() {
-		if r := recover(); r != nil {
-			a.l.n.log.Error("replication: command panicked", "cmd", cmd.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
-	cmd.Handler(ctx)
-}
-
-// ackNow asks the acker to acknowledge at once.
-func (l *link) ackNow() {
-	select {
-	case l.ackKick <- struct{}{}:
-	default:
-	}
-}
-
-// acker sends REPLCONF ACK <applied offset> once a second and when asked, until done.
-func (l *link) acker(conn net.Conn, done <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-l.ackKick:
-		case <-done:
-			return
-		}
-		conn.SetWriteDeadline(time.Now().Add(l.n.opts.Timeout))
-		if _, err := conn.Write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(l.applied.Load(), 10))); err != nil {
-			conn.Close()
-			return
-		}
-	}
 }

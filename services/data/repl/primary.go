@@ -14,7 +14,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lavikdb/lavik/pkg/resp"
 	"github.com/lavikdb/lavik/services/data/commands"
@@ -50,6 +53,21 @@ type followerLink struct {
 	ackTime atomic.Int64 // unix ms of its last acknowledgement
 	once    sync.Once
 	done    chan struct{}
+
+	// The stream's way out (push). rc writes to conn's descriptor without blocking.
+	// Lock order: pmu, then conn's write lock (taken by rc.Write).
+	rc  syscall.RawConn
+	pmu sync.Mutex
+	// sent is the stream offset written to the socket so far. Written under pmu; read
+	// anywhere. Invariant: sent <= the stream's Shippable.
+	sent atomic.Int64
+	// blocked says the socket was full: the sender goroutine owns the writing until it
+	// has caught up, and push leaves the follower alone. Guarded by pmu.
+	blocked bool
+	buf     []byte // guarded by pmu
+	// wake tells the sender goroutine to take over (blocked was set).
+	wake chan struct{}
+	err  atomic.Pointer[error] // what broke the link on a push
 }
 
 func (f *followerLink) close() {
@@ -57,6 +75,71 @@ func (f *followerLink) close() {
 		close(f.done)
 		f.conn.Close()
 	})
+}
+
+// push writes the stream to f, from what it was sent up to sh, as far as its socket takes it
+// without waiting. A full socket hands the rest to the sender goroutine (sendStream); a failed
+// write closes the link.
+func (f *followerLink) push(s *Stream, sh int64) {
+	f.pmu.Lock()
+	if f.blocked || f.sent.Load() >= sh {
+		f.pmu.Unlock()
+		return
+	}
+	var full bool
+	var werr error
+	err := f.rc.Write(func(fd uintptr) bool {
+		full, werr = f.writeLocked(int(fd), s, sh)
+		return true
+	})
+	if full {
+		f.blocked = true
+	}
+	f.pmu.Unlock()
+	if err == nil {
+		err = werr
+	}
+	switch {
+	case err != nil:
+		f.fail(err)
+	case full:
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// writeLocked writes the stream's bytes from f.sent up to sh to descriptor fd, which does not
+// block: full reports that the socket took only part of them. f.pmu is held.
+func (f *followerLink) writeLocked(fd int, s *Stream, sh int64) (full bool, err error) {
+	for off := f.sent.Load(); off < sh; off = f.sent.Load() {
+		m, err := s.Backlog().ReadAt(f.buf[:min(int64(len(f.buf)), sh-off)], off)
+		if err != nil {
+			return false, fmt.Errorf("repl: follower needs offset %d: %w", off, err)
+		}
+		for p := f.buf[:m]; len(p) > 0; {
+			w, err := unix.Write(fd, p)
+			if w > 0 {
+				f.sent.Add(int64(w))
+				p = p[w:]
+			}
+			switch {
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				return true, nil
+			case err != nil:
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// fail breaks the link after a failed push.
+func (f *followerLink) fail(err error) {
+	f.err.CompareAndSwap(nil, &err)
+	f.close()
 }
 
 // sortedFollowersLocked lists the followers by connection id. n.mu is held.
@@ -225,31 +308,61 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 	return w.c.Write(p)
 }
 
-// sendStream sends the stream to f from offset off as it becomes shippable, until the link breaks
-// or the backlog no longer holds what f needs (it then reconnects for a full resync).
+// sendStream sends the stream to f from offset off until the link breaks or the backlog no
+// longer holds what f needs (it then reconnects for a full resync). The stream is pushed to f
+// by the reply path and the shipper (Stream.Ship, push) while its socket takes it; this
+// goroutine writes only what they could not: the catch-up from off, and whatever piles up
+// while the socket is full, waiting for room within the timeout.
 func (n *Node) sendStream(f *followerLink, s *Stream, off int64) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-f.done
-		cancel()
-	}()
-	buf := make([]byte, 256<<10)
-	w := &deadlineWriter{c: f.conn, d: n.opts.Timeout}
+	sc, ok := f.conn.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("repl: follower connection %T has no descriptor", f.conn)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	f.rc = rc
+	f.buf = make([]byte, 256<<10)
+	f.wake = make(chan struct{}, 1)
+	f.sent.Store(off)
+	f.blocked = true // the catch-up is this goroutine's
+	f.wake <- struct{}{}
+	s.addFollower(f)
+	defer s.removeFollower(f)
 	for {
-		sh := s.WaitShippable(ctx, off)
-		if ctx.Err() != nil {
+		select {
+		case <-f.wake:
+		case <-f.done:
+			if p := f.err.Load(); p != nil {
+				return *p
+			}
 			return net.ErrClosed
 		}
-		for off < sh {
-			m, err := s.Backlog().ReadAt(buf[:min(int64(len(buf)), sh-off)], off)
+		f.conn.SetWriteDeadline(time.Now().Add(n.opts.Timeout))
+		var werr error
+		err := rc.Write(func(fd uintptr) bool {
+			f.pmu.Lock()
+			defer f.pmu.Unlock()
+			full, err := f.writeLocked(int(fd), s, s.Shippable())
 			if err != nil {
-				return fmt.Errorf("repl: follower needs offset %d: %w", off, err)
+				werr = err
+				return true
 			}
-			if _, err := w.Write(buf[:m]); err != nil {
-				return err
+			if full {
+				return false // wait for room
 			}
-			off += int64(m)
+			// Caught up with Shippable as it stands under pmu: a push that found the
+			// link blocked moved Shippable before it looked, so nothing is left behind.
+			f.blocked = false
+			return true
+		})
+		f.conn.SetWriteDeadline(time.Time{})
+		if err == nil {
+			err = werr
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -323,8 +436,13 @@ func (n *Node) ackNotify() {
 	n.mu.Unlock()
 }
 
-// Wait implements commands.Replication: WAIT numreplicas timeout. The followers are asked to
-// acknowledge at once (REPLCONF GETACK in the stream), as Redis does.
+// Wait implements commands.Replication: WAIT numreplicas timeout. A Lavik follower
+// acknowledges what it applied as soon as it is durable (link.go), so WAIT only waits for the
+// acknowledgements. Redis asks its replicas with REPLCONF GETACK at once; here a follower that
+// has not answered within getAckDelay is asked so (one that acknowledges only once a second, or
+// when asked). Rejected: GETACK with every WAIT, as before, which put a command in the stream
+// for every WAIT, and had the follower apply, make durable and acknowledge it after the write it
+// followed, a second round for nothing.
 func (n *Node) Wait(offset int64, want int, timeout time.Duration) int {
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -332,6 +450,7 @@ func (n *Node) Wait(offset int64, want int, timeout time.Duration) int {
 		defer t.Stop()
 		deadline = t.C
 	}
+	var ask <-chan time.Time
 	asked := false
 	for {
 		n.mu.Lock()
@@ -346,14 +465,33 @@ func (n *Node) Wait(offset int64, want int, timeout time.Duration) int {
 		if count >= want {
 			return count
 		}
-		if !asked && s != nil {
-			s.Append("REPLCONF", "GETACK", "*")
-			asked = true
+		if ask == nil && !asked && s != nil {
+			t := time.NewTimer(getAckDelay)
+			defer t.Stop()
+			ask = t.C
 		}
 		select {
 		case <-ch:
+		case <-ask:
+			ask, asked = nil, true
+			s.Append("REPLCONF", "GETACK", "*")
 		case <-deadline:
 			return count
 		}
+	}
+}
+
+// getAckDelay is how long WAIT waits for followers' own acknowledgements before it asks for
+// them (REPLCONF GETACK). Too short: a GETACK in the stream for WAITs that a follower was about
+// to answer anyway; too long: a follower that acknowledges only when asked holds WAIT that long.
+const getAckDelay = 20 * time.Millisecond
+
+// ShipReplies hands the primary's change stream, up to every change made so far, to the online
+// followers' sockets once it is durable (Stream.Ship): the server calls it before it lets a
+// reply go, so that a write's bytes leave for the followers no later than its reply leaves for
+// the client. A follower's node has no stream and does nothing.
+func (n *Node) ShipReplies() {
+	if s, ok := n.ks.ChangeSink().(*Stream); ok {
+		s.Ship()
 	}
 }

@@ -193,6 +193,19 @@ func (c *conn) waitDurable() bool {
 	return ok
 }
 
+// replyShipper is what a primary's replication does before replies leave (repl.Node).
+type replyShipper interface{ ShipReplies() }
+
+// shipReplies hands the change stream to the followers before the replies settle lets go: a
+// write's bytes leave for them no later than its reply leaves for the client, as Redis fills its
+// replicas' buffers before it writes replies, so that a kill -9 of the primary after a reply
+// does not take the write with it on failover (repl.Stream.Ship).
+func shipReplies(r commands.Replication) {
+	if sh, ok := r.(replyShipper); ok {
+		sh.ShipReplies()
+	}
+}
+
 // errLeaseLost says the node may no longer acknowledge writes (settle).
 var errLeaseLost = errors.New("server: the write lease ran out")
 
@@ -203,6 +216,8 @@ func (c *conn) settle() error {
 	err := c.unsettled
 	if werr := c.ctx.Sess.Wait(); werr != nil && (err == nil || errors.Is(err, errLeaseLost)) {
 		err = werr
+	} else if werr == nil {
+		shipReplies(c.s.repl)
 	}
 	if err == nil && !c.s.repl.Writable() {
 		err = errLeaseLost

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +39,24 @@ type testServer struct {
 	// served is closed when Serve has returned serveErr.
 	served   chan struct{}
 	serveErr error
+	stopOnce sync.Once
+}
+
+// stop stops the server and closes its keyspace (at the test's end, or earlier: a crash).
+func (ts *testServer) stop(t *testing.T) {
+	ts.stopOnce.Do(func() {
+		if ts.node != nil {
+			ts.node.Close()
+		}
+		ts.srv.Close()
+		<-ts.served
+		if ts.serveErr != nil {
+			t.Errorf("Serve: %v", ts.serveErr)
+		}
+		// A test that injected errors may leave the log unable to sync; that is its business.
+		ts.ks.Close()
+		ts.engine.Close()
+	})
 }
 
 // startServer starts a server whose keyspace lives on fs (an in-memory file system if nil),
@@ -144,19 +163,7 @@ func startServerRepl(t *testing.T, fs vfs.FS, dir string, engine vlog.Engine, wi
 		ts.serveErr = srv.Serve()
 		close(ts.served)
 	}()
-	t.Cleanup(func() {
-		if ts.node != nil {
-			ts.node.Close()
-		}
-		srv.Close()
-		<-ts.served
-		if ts.serveErr != nil {
-			t.Errorf("Serve: %v", ts.serveErr)
-		}
-		// A test that injected errors may leave the log unable to sync; that is its business.
-		ks.Close()
-		engine.Close()
-	})
+	t.Cleanup(func() { ts.stop(t) })
 	return ts
 }
 

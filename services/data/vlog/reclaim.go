@@ -337,11 +337,26 @@ func (l *Log) dropLocked(s *segment) *segment {
 // flight and the pins holding it let go. The caller has made durable whatever replaces the
 // segment's records (copies, and every record that made the others dead).
 func (l *Log) DropSegment(id uint32) error {
+	release, err := l.DetachSegment(id)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+// DetachSegment is DropSegment in two steps: the segment leaves the log now (no new reader
+// finds it), and release lets go of the log's own reference, which removes the file when no
+// reader or pin holds it. Removing the file is an unlink and a directory sync, tens of
+// milliseconds on a busy disk: a caller that detaches under a lock writers wait for (the
+// keyspace's collector holds the shard's) calls release after letting go of it. release must be
+// called exactly once.
+func (l *Log) DetachSegment(id uint32) (release func(), err error) {
 	l.mu.Lock()
 	s := l.segs[id]
 	if s == nil || l.openOf(id) != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("vlog: cannot drop segment %d: not a sealed segment of %s", id, l.opts.Dir)
+		return nil, fmt.Errorf("vlog: cannot drop segment %d: not a sealed segment of %s", id, l.opts.Dir)
 	}
 	l.dropLocked(s)
 	oldest := uint32(0)
@@ -355,8 +370,7 @@ func (l *Log) DropSegment(id uint32) error {
 		// Cached records of segments before the oldest left are useless: discard them early.
 		c.dropBefore(l.cacheID, oldest)
 	}
-	s.release()
-	return nil
+	return s.release, nil
 }
 
 // Pin keeps the files of the segments that exist now with ids from from on, so that a
