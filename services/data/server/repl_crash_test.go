@@ -38,7 +38,7 @@ func TestReplFollowerCrashResumesOnce(t *testing.T) {
 	follow := func(fs vfs.FS) *testServer {
 		f := startServerRepl(t, fs, "/data", engine(), true, "appendfsync", "everysec")
 		// As lavik-meta places a node: it keeps the state it persisted.
-		if err := f.node.Follow(host, p); err != nil {
+		if err := f.node.Start(host, p); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the follower's link is up", func() bool { return f.node.Status().LinkState == "connected" })
