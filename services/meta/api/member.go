@@ -41,6 +41,9 @@ type Config struct {
 	TickInterval  time.Duration
 	ElectionTicks int
 	Logger        *slog.Logger
+	// RaftFault, when set, is applied to every raft message this member sends (see Fault):
+	// for tests that cut or slow links between members. Production sets none.
+	RaftFault Fault
 }
 
 // Peer is a founding member's name and addresses.
@@ -96,6 +99,7 @@ func Start(cfg Config) (*Member, error) {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
 	m.transport = NewTransport(m.log)
+	m.transport.SetFault(cfg.RaftFault)
 	if p, ok := cfg.Peers[cfg.ID]; ok {
 		m.transport.SetSelf(p.PeerAddr)
 	} else {
