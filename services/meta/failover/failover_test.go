@@ -40,6 +40,7 @@ func TestFailoverAfterLease(t *testing.T) {
 	var now time.Duration
 	var lastGrant time.Duration
 	for now = 0; now < 2*time.Second; now += cfg.HeartbeatInterval {
+		a.Confirm(now) // the leader's proof of leadership is current
 		if ans := a.Heartbeat(now, hb("a", 100), g); ans.Lease != cfg.Lease || ans.Role != fsm.RolePrimary {
 			t.Fatalf("primary's answer %+v", ans)
 		}
@@ -53,6 +54,7 @@ func TestFailoverAfterLease(t *testing.T) {
 	}
 	// a dies; b keeps heartbeating.
 	for ; ; now += 10 * ms {
+		a.Confirm(now)
 		a.Heartbeat(now, hb("b", 100), g)
 		d := a.Tick(now, topo(g))
 		if len(d) == 0 {
@@ -102,6 +104,7 @@ func TestPausesShorterThanTheLeaseCauseNoFailover(t *testing.T) {
 	var now time.Duration
 	for range 100 {
 		for range 5 {
+			a.Confirm(now)
 			a.Heartbeat(now, hb("a", 1), g)
 			a.Heartbeat(now, hb("b", 1), g)
 			if d := a.Tick(now, topo(g)); len(d) != 0 {
@@ -111,6 +114,7 @@ func TestPausesShorterThanTheLeaseCauseNoFailover(t *testing.T) {
 		}
 		pause := time.Duration(rng.Int64N(int64(cfg.Lease - cfg.HeartbeatInterval)))
 		for end := now + pause; now < end; now += 10 * ms {
+			a.Confirm(now)
 			a.Heartbeat(now, hb("b", 1), g)
 			if d := a.Tick(now, topo(g)); len(d) != 0 {
 				t.Fatalf("a pause of %v caused a failover: %+v", pause, d)
@@ -137,9 +141,11 @@ func TestBestFollower(t *testing.T) {
 		t.Fatalf("decision %+v, want c at epoch 4", d)
 	}
 	a.Heartbeat(now, Heartbeat{NodeID: "b", ReplicationID: "r1", Offset: 450, Health: HealthOK}, g)
+	a.ReplaceRefused("g", 4) // say the first decision was refused: the group is decided again
 	if d := a.Tick(now, topo(g)); d[0].NodeID != "b" {
 		t.Fatalf("a tie went to %s, want b (the lower id)", d[0].NodeID)
 	}
+	a.ReplaceRefused("g", 4)
 	h := group(4, "p", "d", "e")
 	if d := a.Tick(now, topo(h)); len(d) != 0 {
 		t.Fatalf("promoted %+v though no follower is fit", d)
@@ -158,6 +164,7 @@ func TestHandover(t *testing.T) {
 	a := New(cfg, 0)
 	g := group(2, "a", "b")
 	now := time.Second
+	a.Confirm(now)
 	a.Heartbeat(now, hb("a", 10), g)
 	a.Hold(now, "g", true)
 	writing := hb("a", 10)
@@ -199,6 +206,7 @@ func TestHandover(t *testing.T) {
 		t.Fatalf("Tick decided for a held group: %+v", d)
 	}
 	a.Hold(now+2*cfg.Lease, "g", false)
+	a.Confirm(now + 2*cfg.Lease)
 	if ans := a.Heartbeat(now+2*cfg.Lease, hb("a", 10), g); ans.Lease != cfg.Lease {
 		t.Fatalf("released primary's answer %+v", ans)
 	}
@@ -218,6 +226,8 @@ func TestNoOverlappingPrimaries(t *testing.T) {
 		var now time.Duration
 		for step := 0; step < 400; step++ {
 			now += 10 * ms
+			// The newest proof of leadership started up to 30 ms ago.
+			a.Confirm(now - time.Duration(rng.Int64N(int64(30*ms))))
 			if step%10 == 0 && rng.IntN(10) > 0 { // the primary heartbeats unless this one is lost
 				sent := now - time.Duration(rng.Int64N(int64(50*ms))) // it was sent up to 50 ms earlier
 				if ans := a.Heartbeat(now, hb(g.Primary, 1), g); ans.Lease > 0 {
@@ -243,5 +253,114 @@ func TestNoOverlappingPrimaries(t *testing.T) {
 	}
 	if promotions < 20 {
 		t.Fatalf("only %d promotions in 50 runs: the schedule does not exercise failover", promotions)
+	}
+}
+
+// TestGrantsEndWithTheirProof: a leader grants nothing before a quorum has confirmed it; a
+// grant ends no later than the newest confirmation's start plus a lease, and the leader's
+// record of it (LeaseOver) ends there too; what is left under a heartbeat interval is not
+// granted; an older confirmation changes nothing.
+func TestGrantsEndWithTheirProof(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	if ans := a.Heartbeat(50*ms, hb("a", 1), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+		t.Fatalf("answer before any confirmation %+v, want the role and no lease", ans)
+	}
+	a.Confirm(100 * ms)
+	if ans := a.Heartbeat(100*ms, hb("a", 1), g); ans.Lease != cfg.Lease {
+		t.Fatalf("answer at the confirmation's start: lease %v, want %v", ans.Lease, cfg.Lease)
+	}
+	if ans := a.Heartbeat(300*ms, hb("a", 1), g); ans.Lease != 100*ms+cfg.Lease-300*ms {
+		t.Fatalf("200 ms after the newest confirmation: lease %v, want %v", ans.Lease, cfg.Lease-200*ms)
+	}
+	end := 100*ms + cfg.Lease
+	if a.LeaseOver(end-ms, "g") || !a.LeaseOver(end, "g") {
+		t.Fatalf("LeaseOver wrong around %v, where the proof stops backing the grants", end)
+	}
+	if ans := a.Heartbeat(end-cfg.HeartbeatInterval+ms, hb("a", 1), g); ans.Lease != 0 {
+		t.Fatalf("%v left of the proof was granted as %v", cfg.HeartbeatInterval-ms, ans.Lease)
+	}
+	a.Confirm(50 * ms)
+	if c, ok := a.Confirmed(); !ok || c != 100*ms {
+		t.Fatalf("an older confirmation replaced the newer: %v", c)
+	}
+	if !a.LeaseOver(end, "g") {
+		t.Fatal("a refused grant moved the lease's end")
+	}
+
+	// Random confirmations and heartbeats: no grant ends past its proof, and the leader's
+	// record is the furthest end granted.
+	rng := rand.New(rand.NewPCG(7, 7))
+	b := New(cfg, 0)
+	var now, conf, furthest time.Duration
+	confirmed := false
+	for range 5000 {
+		now += time.Duration(rng.Int64N(int64(40 * ms)))
+		if rng.IntN(3) > 0 {
+			conf = now - time.Duration(rng.Int64N(int64(cfg.Lease)))
+			b.Confirm(conf)
+			conf, confirmed = b.Confirmed()
+		}
+		ans := b.Heartbeat(now, hb("a", 1), g)
+		switch {
+		case ans.Lease > 0 && (!confirmed || now+ans.Lease > conf+cfg.Lease):
+			t.Fatalf("at %v granted %v, past the proof of %v", now, ans.Lease, conf)
+		case ans.Lease > 0:
+			furthest = max(furthest, now+ans.Lease)
+		}
+		if furthest > 0 && (b.LeaseOver(furthest-1, "g") || !b.LeaseOver(max(furthest, cfg.Lease), "g")) {
+			t.Fatalf("at %v the leader's record does not end at the furthest grant, %v", now, furthest)
+		}
+	}
+}
+
+// TestNoLeaseWhileReplacing: once the leader has decided to replace a primary, that primary
+// gets no lease from it, though the SetPrimary is not applied yet (a heartbeat arriving
+// between the decision and the commit would otherwise restart its writes just before the new
+// primary's begin), and nothing more is decided for the group at that epoch. A refused
+// proposal lifts that; the new primary at the next epoch is leased as usual.
+func TestNoLeaseWhileReplacing(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	var now time.Duration
+	for ; now < time.Second; now += cfg.HeartbeatInterval {
+		a.Confirm(now)
+		a.Heartbeat(now, hb("a", 5), g)
+		a.Heartbeat(now, hb("b", 5), g)
+	}
+	last := now - cfg.HeartbeatInterval
+	var d []fsm.SetPrimary
+	for ; len(d) == 0; now += 10 * ms {
+		a.Confirm(now)
+		a.Heartbeat(now, hb("b", 5), g)
+		d = a.Tick(now, topo(g))
+	}
+	if now < last+cfg.Lease || d[0].NodeID != "b" {
+		t.Fatalf("decision %+v at %v, last grant at %v", d, now, last)
+	}
+	// The primary was only paused: its heartbeat arrives before the promotion commits.
+	if ans := a.Heartbeat(now, hb("a", 5), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+		t.Fatalf("the primary being replaced got %+v", ans)
+	}
+	if again := a.Tick(now+10*ms, topo(g)); len(again) != 0 {
+		t.Fatalf("decided again for an epoch being left: %+v", again)
+	}
+	// The promotion commits: the group is at epoch 2 with b primary.
+	g2 := group(2, "b", "a")
+	a.Confirm(now + 20*ms)
+	if ans := a.Heartbeat(now+20*ms, hb("b", 5), g2); ans.Lease != cfg.Lease {
+		t.Fatalf("the new primary's answer %+v", ans)
+	}
+	// A switchover from b is proposed, then refused: b is leased again.
+	a.Replacing("g", 2)
+	if ans := a.Heartbeat(now+30*ms, hb("b", 5), g2); ans.Lease != 0 {
+		t.Fatalf("a primary being switched away from got %+v", ans)
+	}
+	a.ReplaceRefused("g", 2)
+	a.Confirm(now + 40*ms)
+	if ans := a.Heartbeat(now+40*ms, hb("b", 5), g2); ans.Lease != cfg.Lease {
+		t.Fatalf("after the refusal: %+v", ans)
 	}
 }
