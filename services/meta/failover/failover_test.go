@@ -364,3 +364,67 @@ func TestNoLeaseWhileReplacing(t *testing.T) {
 		t.Fatalf("after the refusal: %+v", ans)
 	}
 }
+
+// TestHurry: followers are asked to heartbeat faster while their primary is silent (so that
+// the one promoted hears of it soon after the commit), and both sides while a switchover
+// holds the group; otherwise every node heartbeats at the usual interval.
+func TestHurry(t *testing.T) {
+	cfg := DefaultConfig
+	hurry := max(cfg.HeartbeatInterval/5, 10*ms)
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	now := time.Second
+	a.Confirm(now)
+	if ans := a.Heartbeat(now, hb("a", 1), g); ans.Interval != cfg.HeartbeatInterval {
+		t.Fatalf("primary's interval %v", ans.Interval)
+	}
+	if ans := a.Heartbeat(now+cfg.HeartbeatInterval, hb("b", 1), g); ans.Interval != cfg.HeartbeatInterval {
+		t.Fatalf("follower's interval with its primary heard a heartbeat ago: %v", ans.Interval)
+	}
+	if ans := a.Heartbeat(now+2*cfg.HeartbeatInterval, hb("b", 1), g); ans.Interval != hurry {
+		t.Fatalf("follower's interval with its primary silent for two heartbeats: %v, want %v", ans.Interval, hurry)
+	}
+	if ans := a.Heartbeat(now, hb("b", 1), group(1, "", "b")); ans.Interval != hurry {
+		t.Fatalf("interval of a node in a group without a primary: %v, want %v", ans.Interval, hurry)
+	}
+	now += 2 * cfg.HeartbeatInterval
+	a.Heartbeat(now, hb("a", 1), g)
+	a.Hold(now, "g", true)
+	if ans := a.Heartbeat(now, hb("a", 1), g); ans.Interval != hurry {
+		t.Fatalf("held primary's interval %v, want %v", ans.Interval, hurry)
+	}
+	if ans := a.Heartbeat(now, hb("b", 1), g); ans.Interval != hurry {
+		t.Fatalf("follower's interval in a switchover %v, want %v", ans.Interval, hurry)
+	}
+}
+
+// TestDue: the leader knows when its next decision may fall due, and Tick decides then, not
+// later: at the end of its first lease of leadership, then when the silent primary's lease
+// ends.
+func TestDue(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, time.Second)
+	g := group(1, "a", "b")
+	now := time.Second
+	if due, ok := a.Due(now, topo(g)); !ok || due != now+cfg.Lease {
+		t.Fatalf("a new leader's first due time %v (%v), want %v", due, ok, now+cfg.Lease)
+	}
+	now += cfg.Lease
+	a.Confirm(now)
+	a.Heartbeat(now, hb("a", 1), g)
+	a.Heartbeat(now, hb("b", 1), g)
+	due, ok := a.Due(now, topo(g))
+	if !ok || due != now+cfg.Lease {
+		t.Fatalf("due %v (%v) after a grant at %v, want the lease's end %v", due, ok, now, now+cfg.Lease)
+	}
+	a.Heartbeat(due-ms, hb("b", 1), g)
+	if d := a.Tick(due-ms, topo(g)); len(d) != 0 {
+		t.Fatalf("decided before the due time: %+v", d)
+	}
+	if d := a.Tick(due, topo(g)); len(d) != 1 || d[0].NodeID != "b" {
+		t.Fatalf("at the due time: %+v, want b promoted", d)
+	}
+	if due, ok := a.Due(due, topo(g)); ok {
+		t.Fatalf("a due time %v for a group being replaced", due)
+	}
+}
