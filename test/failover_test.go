@@ -31,7 +31,7 @@ import (
 
 // metaLease is lavik-meta's default lease: how long a primary cut off from meta may still take
 // writes.
-const metaLease = 600 * time.Millisecond
+const metaLease = 480 * time.Millisecond
 
 // cutProxy forwards TCP connections to target until cut: then it closes the ones open and
 // refuses new ones, as a network partition would, until healed.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/lavikdb/lavik/services/meta/failover"
 )
 
 // The failover drill: for each system, a primary and a follower under a steady write load, the
@@ -75,9 +77,9 @@ func failoverFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "skip-lavik", Usage: "run the Redis side only"},
 		&cli.BoolFlag{Name: "skip-redis", Usage: "run the Lavik side only"},
 		&cli.Float64Flag{Name: "load-seconds", Value: 1.5, Usage: "write load on the primary before each kill, in seconds"},
-		&cli.DurationFlag{Name: "heartbeat", Value: 100 * time.Millisecond, Usage: "lavik-meta --heartbeat"},
-		&cli.DurationFlag{Name: "lease", Value: 600 * time.Millisecond, Usage: "lavik-meta --lease"},
-		&cli.DurationFlag{Name: "fail-after", Value: 300 * time.Millisecond, Usage: "lavik-meta --fail-after"},
+		&cli.DurationFlag{Name: "heartbeat", Value: failover.DefaultConfig.HeartbeatInterval, Usage: "lavik-meta --heartbeat"},
+		&cli.DurationFlag{Name: "lease", Value: failover.DefaultConfig.Lease, Usage: "lavik-meta --lease"},
+		&cli.DurationFlag{Name: "fail-after", Value: failover.DefaultConfig.FailAfter, Usage: "lavik-meta --fail-after"},
 		&cli.DurationFlag{Name: "down-after", Value: time.Second, Usage: "Sentinel down-after-milliseconds"},
 		&cli.DurationFlag{Name: "sentinel-failover-timeout", Value: 5 * time.Second,
 			Usage: "Sentinel failover-timeout: a Sentinel starts (or votes for) no failover of the same master within twice this of the last, so trials on Redis are spaced that far apart; too high and the drill takes long, too low and a slow promotion is aborted"},

@@ -34,6 +34,9 @@ type Config struct {
 	ShardGroup          string
 	Version             string
 	Logger              *slog.Logger
+	// DialOptions are added to the link's own when it dials a member (tests route the link
+	// through a dialer that can cut it off from chosen members; production sets none).
+	DialOptions []grpc.DialOption
 }
 
 // Link is a running link to meta.
@@ -78,7 +81,8 @@ func (l *Link) conn(addr string) (*grpc.ClientConn, error) {
 	if c := l.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, l.cfg.DialOptions...)
+	c, err := grpc.NewClient(addr, opts...)
 	if err == nil {
 		l.conns[addr] = c
 	}

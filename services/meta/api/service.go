@@ -52,9 +52,17 @@ func (m *Member) notLeader(leader uint64) error {
 	return st.Err()
 }
 
-// propose proposes c and decodes the state machine's result; the error is a gRPC status.
+// propose proposes c and decodes the state machine's result; the error is a gRPC status. A
+// refusal by the state machine comes with its result (not OK); any other error with a zero
+// one.
 func (m *Member) propose(ctx context.Context, c fsm.Command) (fsm.Result, error) {
-	b, err := m.node.Propose(ctx, fsm.Encode(c))
+	return m.proposeAt(ctx, 0, c)
+}
+
+// proposeAt is propose, refused unless this member leads at term (0: any) when the entry is
+// appended: the authority of one term decides only for that term.
+func (m *Member) proposeAt(ctx context.Context, term uint64, c fsm.Command) (fsm.Result, error) {
+	b, err := m.node.ProposeAt(ctx, term, fsm.Encode(c))
 	if err != nil {
 		return fsm.Result{}, m.raftErr(err)
 	}
@@ -103,7 +111,7 @@ func (s *metaServer) RegisterNode(ctx context.Context, req *metav1.RegisterNodeR
 
 func (s *metaServer) Heartbeat(ctx context.Context, req *metav1.HeartbeatRequest) (*metav1.HeartbeatResponse, error) {
 	now := s.m.clock()
-	auth, leader := s.m.authority()
+	auth, term, leader := s.m.authority()
 	if auth == nil {
 		return nil, s.m.notLeader(leader)
 	}
@@ -115,6 +123,9 @@ func (s *metaServer) Heartbeat(ctx context.Context, req *metav1.HeartbeatRequest
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "meta: %v", err)
 	}
+	// A grant counted from now can end no later than the newest proof of leadership allows;
+	// a proof that arrives after now only makes that bound later than now+Lease.
+	s.m.confirm(ctx, auth, term, g.Primary == req.NodeId)
 	s.m.authMu.Lock()
 	ans := auth.Heartbeat(now, failover.Heartbeat{NodeID: req.NodeId, Role: fsm.Role(req.Role), Epoch: req.Epoch,
 		ReplicationID: req.ReplicationId, Offset: req.ReplicationOffset, Health: failover.Health(req.Health), Writable: req.Writable,
@@ -143,7 +154,7 @@ func (s *metaServer) GetTopology(ctx context.Context, req *metav1.GetTopologyReq
 		return nil, status.Errorf(codes.Internal, "meta: %v", err)
 	}
 	resp := &metav1.GetTopologyResponse{Version: t.Version, Linearizable: lin, AppliedIndex: s.m.fsm.Applied()}
-	auth, _ := s.m.authority()
+	auth, _, _ := s.m.authority()
 	resp.HeartbeatsKnown = auth != nil
 	var blocked map[string]string
 	if auth != nil {
@@ -276,7 +287,7 @@ func (m *Member) members() ([]*metav1.Member, error) {
 // switchover is Promote: hold the group's leases, wait for the primary's to end, wait for the
 // target to reach the primary's last offset, then name it primary at a new epoch.
 func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*metav1.PromoteResponse, error) {
-	auth, leader := m.authority()
+	auth, term, leader := m.authority()
 	if auth == nil {
 		return nil, m.notLeader(leader)
 	}
@@ -362,8 +373,20 @@ func (m *Member) switchover(ctx context.Context, req *metav1.PromoteRequest) (*m
 	if !caught && !req.Force {
 		return nil, status.Errorf(codes.DeadlineExceeded, "meta: %s reached offset %d of the primary's %d; use force to promote it anyway (losing %d bytes of acknowledged writes)", target, have, want, want-have)
 	}
-	r, err := m.propose(ctx, fsm.SetPrimary{ShardGroup: g.ID, NodeID: target, ExpectedEpoch: g.Epoch})
+	// From here until the authority's end the primary at g.Epoch gets no lease, even after
+	// the hold is lifted: a proposal that timed out may still commit. Proposed at this
+	// authority's term only: a member that leads again at a later term has a new authority,
+	// which may have leased the primary since.
+	m.authMu.Lock()
+	auth.Replacing(g.ID, g.Epoch)
+	m.authMu.Unlock()
+	r, err := m.proposeAt(ctx, term, fsm.SetPrimary{ShardGroup: g.ID, NodeID: target, ExpectedEpoch: g.Epoch})
 	if err != nil {
+		if !r.OK() {
+			m.authMu.Lock()
+			auth.ReplaceRefused(g.ID, g.Epoch)
+			m.authMu.Unlock()
+		}
 		return nil, err
 	}
 	resp := &metav1.PromoteResponse{Epoch: r.Epoch, PrimaryNodeId: target, CaughtUp: caught,

@@ -34,8 +34,15 @@ type Transport struct {
 	peers map[uint64]*peer
 	// self is this member's peer address, sent with every message (RaftMessage.from_address).
 	self string
-	stop chan struct{}
+	// fault, when set, is asked about every outbound message (see Fault).
+	fault Fault
+	stop  chan struct{}
 }
+
+// Fault decides the fate of one outbound raft message: dropped, or sent after delay. Tests
+// set one (Config.RaftFault) to cut chosen links between members and to delay messages;
+// production sets none.
+type Fault func(m raftpb.Message) (drop bool, delay time.Duration)
 
 type peer struct {
 	id   uint64
@@ -95,20 +102,47 @@ func (t *Transport) SetPeer(id uint64, addr string) {
 	go t.run(p)
 }
 
+// SetFault sets the fault applied to outbound messages (nil: none).
+func (t *Transport) SetFault(f Fault) {
+	t.mu.Lock()
+	t.fault = f
+	t.mu.Unlock()
+}
+
 // Send implements raftnode.Transport.
 func (t *Transport) Send(msgs []raftpb.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, m := range msgs {
-		p := t.peers[m.To]
-		if p == nil {
-			continue
+		if t.fault != nil {
+			drop, delay := t.fault(m)
+			if drop {
+				continue // lost on the way: raft retries, as after any loss
+			}
+			if delay > 0 {
+				time.AfterFunc(delay, func() {
+					t.mu.Lock()
+					t.enqueueLocked(m)
+					t.mu.Unlock()
+				})
+				continue
+			}
 		}
-		select {
-		case p.q <- m:
-		default:
-			t.reportLocked(m, p.id)
-		}
+		t.enqueueLocked(m)
+	}
+}
+
+// enqueueLocked queues m for its peer, or drops it and reports the peer unreachable when the
+// queue is full.
+func (t *Transport) enqueueLocked(m raftpb.Message) {
+	p := t.peers[m.To]
+	if p == nil {
+		return
+	}
+	select {
+	case p.q <- m:
+	default:
+		t.reportLocked(m, p.id)
 	}
 }
 

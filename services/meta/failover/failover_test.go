@@ -41,6 +41,7 @@ func TestFailoverAfterLease(t *testing.T) {
 	var now time.Duration
 	var lastGrant time.Duration
 	for now = 0; now < 2*time.Second; now += cfg.HeartbeatInterval {
+		a.Confirm(now) // the leader's proof of leadership is current
 		if ans := a.Heartbeat(now, hb("a", 100), g); ans.Lease != cfg.Lease || ans.Role != fsm.RolePrimary {
 			t.Fatalf("primary's answer %+v", ans)
 		}
@@ -54,6 +55,7 @@ func TestFailoverAfterLease(t *testing.T) {
 	}
 	// a dies; b keeps heartbeating.
 	for ; ; now += 10 * ms {
+		a.Confirm(now)
 		a.Heartbeat(now, hb("b", 100), g)
 		d := a.Tick(now, topo(g))
 		if len(d) == 0 {
@@ -103,6 +105,7 @@ func TestPausesShorterThanTheLeaseCauseNoFailover(t *testing.T) {
 	var now time.Duration
 	for range 100 {
 		for range 5 {
+			a.Confirm(now)
 			a.Heartbeat(now, hb("a", 1), g)
 			a.Heartbeat(now, hb("b", 1), g)
 			if d := a.Tick(now, topo(g)); len(d) != 0 {
@@ -112,6 +115,7 @@ func TestPausesShorterThanTheLeaseCauseNoFailover(t *testing.T) {
 		}
 		pause := time.Duration(rng.Int64N(int64(cfg.Lease - cfg.HeartbeatInterval)))
 		for end := now + pause; now < end; now += 10 * ms {
+			a.Confirm(now)
 			a.Heartbeat(now, hb("b", 1), g)
 			if d := a.Tick(now, topo(g)); len(d) != 0 {
 				t.Fatalf("a pause of %v caused a failover: %+v", pause, d)
@@ -138,9 +142,11 @@ func TestBestFollower(t *testing.T) {
 		t.Fatalf("decision %+v, want c at epoch 4", d)
 	}
 	a.Heartbeat(now, Heartbeat{NodeID: "b", ReplicationID: "r1", Offset: 450, Health: HealthOK}, g)
+	a.ReplaceRefused("g", 4) // say the first decision was refused: the group is decided again
 	if d := a.Tick(now, topo(g)); d[0].NodeID != "b" {
 		t.Fatalf("a tie went to %s, want b (the lower id)", d[0].NodeID)
 	}
+	a.ReplaceRefused("g", 4)
 	h := group(4, "p", "d", "e")
 	if d := a.Tick(now, topo(h)); len(d) != 0 {
 		t.Fatalf("promoted %+v though no follower is fit", d)
@@ -159,6 +165,7 @@ func TestHandover(t *testing.T) {
 	a := New(cfg, 0)
 	g := group(2, "a", "b")
 	now := time.Second
+	a.Confirm(now)
 	a.Heartbeat(now, hb("a", 10), g)
 	a.Hold(now, "g", true)
 	writing := hb("a", 10)
@@ -200,6 +207,7 @@ func TestHandover(t *testing.T) {
 		t.Fatalf("Tick decided for a held group: %+v", d)
 	}
 	a.Hold(now+2*cfg.Lease, "g", false)
+	a.Confirm(now + 2*cfg.Lease)
 	if ans := a.Heartbeat(now+2*cfg.Lease, hb("a", 10), g); ans.Lease != cfg.Lease {
 		t.Fatalf("released primary's answer %+v", ans)
 	}
@@ -219,6 +227,8 @@ func TestNoOverlappingPrimaries(t *testing.T) {
 		var now time.Duration
 		for step := 0; step < 400; step++ {
 			now += 10 * ms
+			// The newest proof of leadership started up to 30 ms ago.
+			a.Confirm(now - time.Duration(rng.Int64N(int64(30*ms))))
 			if step%10 == 0 && rng.IntN(10) > 0 { // the primary heartbeats unless this one is lost
 				sent := now - time.Duration(rng.Int64N(int64(50*ms))) // it was sent up to 50 ms earlier
 				if ans := a.Heartbeat(now, hb(g.Primary, 1), g); ans.Lease > 0 {
@@ -264,8 +274,12 @@ func TestIncompleteNeverPromoted(t *testing.T) {
 	if d := a.Tick(now, topo(g)); len(d) != 1 || d[0].NodeID != "c" {
 		t.Fatalf("decision %+v, want c (b's data is incomplete)", d)
 	}
-	// The same with b alone: nobody, and the reason names b's state.
+	// The same with b alone (another leader: this one is replacing p by c now): nobody, and
+	// the reason names b's state.
+	a = New(cfg, 0)
 	lone := group(3, "p", "b")
+	a.Heartbeat(0, hb("p", 500), lone)
+	a.Heartbeat(now, inc, lone)
 	if d := a.Tick(now, topo(lone)); len(d) != 0 {
 		t.Fatalf("promoted %+v: b's data is incomplete", d)
 	}
@@ -283,5 +297,178 @@ func TestIncompleteNeverPromoted(t *testing.T) {
 	fresh := group(0, "", "b")
 	if d := a.Tick(now, topo(fresh)); len(d) != 1 || d[0].NodeID != "b" || d[0].ExpectedEpoch != 0 {
 		t.Fatalf("a new group's first primary: %+v", d)
+	}
+}
+
+// TestGrantsEndWithTheirProof: a leader grants nothing before a quorum has confirmed it; a
+// grant ends no later than the newest confirmation's start plus a lease, and the leader's
+// record of it (LeaseOver) ends there too; what is left under a heartbeat interval is not
+// granted; an older confirmation changes nothing.
+func TestGrantsEndWithTheirProof(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	if ans := a.Heartbeat(50*ms, hb("a", 1), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+		t.Fatalf("answer before any confirmation %+v, want the role and no lease", ans)
+	}
+	a.Confirm(100 * ms)
+	if ans := a.Heartbeat(100*ms, hb("a", 1), g); ans.Lease != cfg.Lease {
+		t.Fatalf("answer at the confirmation's start: lease %v, want %v", ans.Lease, cfg.Lease)
+	}
+	if ans := a.Heartbeat(300*ms, hb("a", 1), g); ans.Lease != 100*ms+cfg.Lease-300*ms {
+		t.Fatalf("200 ms after the newest confirmation: lease %v, want %v", ans.Lease, cfg.Lease-200*ms)
+	}
+	end := 100*ms + cfg.Lease
+	if a.LeaseOver(end-ms, "g") || !a.LeaseOver(end, "g") {
+		t.Fatalf("LeaseOver wrong around %v, where the proof stops backing the grants", end)
+	}
+	if ans := a.Heartbeat(end-cfg.HeartbeatInterval+ms, hb("a", 1), g); ans.Lease != 0 {
+		t.Fatalf("%v left of the proof was granted as %v", cfg.HeartbeatInterval-ms, ans.Lease)
+	}
+	a.Confirm(50 * ms)
+	if c, ok := a.Confirmed(); !ok || c != 100*ms {
+		t.Fatalf("an older confirmation replaced the newer: %v", c)
+	}
+	if !a.LeaseOver(end, "g") {
+		t.Fatal("a refused grant moved the lease's end")
+	}
+
+	// Random confirmations and heartbeats: no grant ends past its proof, and the leader's
+	// record is the furthest end granted.
+	rng := rand.New(rand.NewPCG(7, 7))
+	b := New(cfg, 0)
+	var now, conf, furthest time.Duration
+	confirmed := false
+	for range 5000 {
+		now += time.Duration(rng.Int64N(int64(40 * ms)))
+		if rng.IntN(3) > 0 {
+			conf = now - time.Duration(rng.Int64N(int64(cfg.Lease)))
+			b.Confirm(conf)
+			conf, confirmed = b.Confirmed()
+		}
+		ans := b.Heartbeat(now, hb("a", 1), g)
+		switch {
+		case ans.Lease > 0 && (!confirmed || now+ans.Lease > conf+cfg.Lease):
+			t.Fatalf("at %v granted %v, past the proof of %v", now, ans.Lease, conf)
+		case ans.Lease > 0:
+			furthest = max(furthest, now+ans.Lease)
+		}
+		if furthest > 0 && (b.LeaseOver(furthest-1, "g") || !b.LeaseOver(max(furthest, cfg.Lease), "g")) {
+			t.Fatalf("at %v the leader's record does not end at the furthest grant, %v", now, furthest)
+		}
+	}
+}
+
+// TestNoLeaseWhileReplacing: once the leader has decided to replace a primary, that primary
+// gets no lease from it, though the SetPrimary is not applied yet (a heartbeat arriving
+// between the decision and the commit would otherwise restart its writes just before the new
+// primary's begin), and nothing more is decided for the group at that epoch. A refused
+// proposal lifts that; the new primary at the next epoch is leased as usual.
+func TestNoLeaseWhileReplacing(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	var now time.Duration
+	for ; now < time.Second; now += cfg.HeartbeatInterval {
+		a.Confirm(now)
+		a.Heartbeat(now, hb("a", 5), g)
+		a.Heartbeat(now, hb("b", 5), g)
+	}
+	last := now - cfg.HeartbeatInterval
+	var d []fsm.SetPrimary
+	for ; len(d) == 0; now += 10 * ms {
+		a.Confirm(now)
+		a.Heartbeat(now, hb("b", 5), g)
+		d = a.Tick(now, topo(g))
+	}
+	if now < last+cfg.Lease || d[0].NodeID != "b" {
+		t.Fatalf("decision %+v at %v, last grant at %v", d, now, last)
+	}
+	// The primary was only paused: its heartbeat arrives before the promotion commits.
+	if ans := a.Heartbeat(now, hb("a", 5), g); ans.Lease != 0 || ans.Role != fsm.RolePrimary {
+		t.Fatalf("the primary being replaced got %+v", ans)
+	}
+	if again := a.Tick(now+10*ms, topo(g)); len(again) != 0 {
+		t.Fatalf("decided again for an epoch being left: %+v", again)
+	}
+	// The promotion commits: the group is at epoch 2 with b primary.
+	g2 := group(2, "b", "a")
+	a.Confirm(now + 20*ms)
+	if ans := a.Heartbeat(now+20*ms, hb("b", 5), g2); ans.Lease != cfg.Lease {
+		t.Fatalf("the new primary's answer %+v", ans)
+	}
+	// A switchover from b is proposed, then refused: b is leased again.
+	a.Replacing("g", 2)
+	if ans := a.Heartbeat(now+30*ms, hb("b", 5), g2); ans.Lease != 0 {
+		t.Fatalf("a primary being switched away from got %+v", ans)
+	}
+	a.ReplaceRefused("g", 2)
+	a.Confirm(now + 40*ms)
+	if ans := a.Heartbeat(now+40*ms, hb("b", 5), g2); ans.Lease != cfg.Lease {
+		t.Fatalf("after the refusal: %+v", ans)
+	}
+}
+
+// TestHurry: followers are asked to heartbeat faster while their primary is silent (so that
+// the one promoted hears of it soon after the commit), and both sides while a switchover
+// holds the group; otherwise every node heartbeats at the usual interval.
+func TestHurry(t *testing.T) {
+	cfg := DefaultConfig
+	hurry := max(cfg.HeartbeatInterval/5, 10*ms)
+	a := New(cfg, 0)
+	g := group(1, "a", "b")
+	now := time.Second
+	a.Confirm(now)
+	if ans := a.Heartbeat(now, hb("a", 1), g); ans.Interval != cfg.HeartbeatInterval {
+		t.Fatalf("primary's interval %v", ans.Interval)
+	}
+	if ans := a.Heartbeat(now+cfg.HeartbeatInterval, hb("b", 1), g); ans.Interval != cfg.HeartbeatInterval {
+		t.Fatalf("follower's interval with its primary heard a heartbeat ago: %v", ans.Interval)
+	}
+	if ans := a.Heartbeat(now+2*cfg.HeartbeatInterval, hb("b", 1), g); ans.Interval != hurry {
+		t.Fatalf("follower's interval with its primary silent for two heartbeats: %v, want %v", ans.Interval, hurry)
+	}
+	if ans := a.Heartbeat(now, hb("b", 1), group(1, "", "b")); ans.Interval != hurry {
+		t.Fatalf("interval of a node in a group without a primary: %v, want %v", ans.Interval, hurry)
+	}
+	now += 2 * cfg.HeartbeatInterval
+	a.Heartbeat(now, hb("a", 1), g)
+	a.Hold(now, "g", true)
+	if ans := a.Heartbeat(now, hb("a", 1), g); ans.Interval != hurry {
+		t.Fatalf("held primary's interval %v, want %v", ans.Interval, hurry)
+	}
+	if ans := a.Heartbeat(now, hb("b", 1), g); ans.Interval != hurry {
+		t.Fatalf("follower's interval in a switchover %v, want %v", ans.Interval, hurry)
+	}
+}
+
+// TestDue: the leader knows when its next decision may fall due, and Tick decides then, not
+// later: at the end of its first lease of leadership, then when the silent primary's lease
+// ends.
+func TestDue(t *testing.T) {
+	cfg := DefaultConfig
+	a := New(cfg, time.Second)
+	g := group(1, "a", "b")
+	now := time.Second
+	if due, ok := a.Due(now, topo(g)); !ok || due != now+cfg.Lease {
+		t.Fatalf("a new leader's first due time %v (%v), want %v", due, ok, now+cfg.Lease)
+	}
+	now += cfg.Lease
+	a.Confirm(now)
+	a.Heartbeat(now, hb("a", 1), g)
+	a.Heartbeat(now, hb("b", 1), g)
+	due, ok := a.Due(now, topo(g))
+	if !ok || due != now+cfg.Lease {
+		t.Fatalf("due %v (%v) after a grant at %v, want the lease's end %v", due, ok, now, now+cfg.Lease)
+	}
+	a.Heartbeat(due-ms, hb("b", 1), g)
+	if d := a.Tick(due-ms, topo(g)); len(d) != 0 {
+		t.Fatalf("decided before the due time: %+v", d)
+	}
+	if d := a.Tick(due, topo(g)); len(d) != 1 || d[0].NodeID != "b" {
+		t.Fatalf("at the due time: %+v, want b promoted", d)
+	}
+	if due, ok := a.Due(due, topo(g)); ok {
+		t.Fatalf("a due time %v for a group being replaced", due)
 	}
 }

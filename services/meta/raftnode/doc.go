@@ -26,6 +26,22 @@
 // quorum heartbeat round) and then waits for the local applied index to reach the read index,
 // so it is a linearizable barrier on followers too. CheckQuorum and PreVote are on.
 //
+// # Proofs of leadership
+//
+// Confirm asks the leader for a proof that it leads: a ReadIndex round of its own, started at
+// or after a given time, answered by a quorum at its term, and reported once the state machine
+// has applied the round's read index (Confirmed returns the newest). Every later leader was
+// elected after the round's start: one of its voters answered the round first. The meta leader
+// bounds the write leases it grants by it (package failover). Rounds start on demand, one in
+// flight serving every caller it covers and no two closer than Config.ConfirmGap, so an idle
+// group pays nothing and a busy one at most a round per gap (rejected: a round every few
+// milliseconds whether asked for or not, which cost an idle three-member group about twice its
+// CPU). Rejected too: raft's own leader lease (ReadOnlyLeaseBased, CheckQuorum's recent
+// activity): it is not exposed with times, and its safety rests on clocks raft does not
+// measure. ProposeAt appends an entry only if the member still leads at the given term, so
+// that a decision made under one term's knowledge is not proposed by the same member leading
+// again later.
+//
 // # WAL
 //
 // Dir/wal/<seq, 16 hex>.wal segments, each a sequence of records: type (1 byte: 1 entry, 2

@@ -219,6 +219,8 @@ type cluster struct {
 	nodes    map[uint64]*Node
 	snapN    uint64
 	segBytes int64
+	// confirmGap is the members' ConfirmGap.
+	confirmGap time.Duration
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -243,7 +245,7 @@ func (c *cluster) config(id uint64, join bool) Config {
 		ID: id, Peers: c.peers, Join: join, FS: c.fs[id], Dir: "/member", SM: c.sms[id],
 		Transport: c.net.transport(id), Logger: testLogger(c.t).With("test", c.t.Name()),
 		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 1,
-		SnapshotEntries: c.snapN, WALSegmentBytes: c.segBytes,
+		SnapshotEntries: c.snapN, WALSegmentBytes: c.segBytes, ConfirmGap: c.confirmGap,
 	}
 }
 

@@ -125,6 +125,11 @@ type Config struct {
 	// WALSegmentBytes is the size past which a new WAL segment is started (default 4 MiB).
 	// Only whole segments are deleted after a snapshot, so too high keeps old entries longer.
 	WALSegmentBytes int64
+	// ConfirmGap is the least time between two proofs of leadership the leader starts (see
+	// Confirm): callers that ask within it share the round in flight or wait for the next.
+	// Too low: a round (a heartbeat to every peer, and its answer) per caller when many ask
+	// at once; too high: callers wait longer for a proof.
+	ConfirmGap time.Duration
 }
 
 func (c *Config) validate() error {
@@ -159,8 +164,36 @@ func (c *Config) validate() error {
 	if c.WALSegmentBytes <= 0 {
 		c.WALSegmentBytes = 4 << 20
 	}
+	if c.ConfirmGap < 0 {
+		return fmt.Errorf("raftnode: config: ConfirmGap (%v) must not be negative", c.ConfirmGap)
+	}
 	return nil
 }
+
+// Confirmation is a leader's newest proof that it leads: at Term, a quorum of voters answered
+// a round this member started as leader at Start (its monotonic clock). Every voter of that
+// quorum was at Term, following this member, when it answered, after Start; a leader of any
+// later term needs the vote of one of them, given later still. So every later leader was
+// elected after Start, whether this member has heard of it or not: what this member grants
+// for a span counted from Start ends before a later leader has led for that span.
+//
+// A confirmation is reported only once the member has applied everything committed when the
+// round started, so that state read after it is at least as new as the round.
+type Confirmation struct {
+	Term  uint64
+	Start time.Time
+}
+
+// confirmRound is a confirmation round in flight.
+type confirmRound struct {
+	term  uint64
+	start time.Time
+	index uint64 // the read index once answered; 0 while waiting for the quorum
+}
+
+// maxConfirmRounds bounds the rounds in flight (a leader cut off from its peers starts no more
+// than this many; raft repeats the newest with each heartbeat until it steps down).
+const maxConfirmRounds = 4
 
 // Status is a member's view of the group.
 type Status struct {
@@ -188,6 +221,7 @@ type result struct {
 type propReq struct {
 	data []byte               // enveloped; nil for a conf change
 	cc   *raftpb.ConfChangeV2 // a membership change
+	term uint64               // when not 0: refused unless the member leads at this term
 	errc chan error           // the loop's answer: accepted (nil) or refused
 }
 
@@ -211,6 +245,9 @@ type Node struct {
 	done  chan struct{}
 	stop  sync.Once
 
+	// confirmc takes Confirm's requests: a proof started at or after the time sent is wanted.
+	confirmc chan time.Time
+
 	nonce uint64
 	seq   atomic.Uint64
 
@@ -218,6 +255,10 @@ type Node struct {
 	waiters map[uint64]chan result // by proposal sequence number; guarded by mu
 	status  Status                 // guarded by mu
 	err     error                  // the error that stopped the loop; guarded by mu
+	// confirmed is the newest Confirmation; confirmedc is closed (and replaced) when it
+	// changes. Guarded by mu. Invariant: confirmed.Start never decreases within a term.
+	confirmed  Confirmation
+	confirmedc chan struct{}
 
 	// Owned by the loop goroutine.
 	rn        *raft.RawNode
@@ -235,6 +276,12 @@ type Node struct {
 	// index does not return before it is applied.
 	readsWaiting atomic.Int64
 	ticks        int
+	// rounds are the confirmation rounds in flight, by request context (leader only);
+	// lastRound is when the newest started; confirmDue fires when a round deferred by
+	// ConfirmGap is to start (nil when none is).
+	rounds     map[string]*confirmRound
+	lastRound  time.Time
+	confirmDue <-chan time.Time
 }
 
 // Start opens (or creates) the member's durable state in cfg.Dir, rebuilds raft's log from the
@@ -256,9 +303,12 @@ func Start(cfg Config) (*Node, error) {
 		done:    make(chan struct{}),
 		waiters: make(map[uint64]chan result),
 		reads:   make(map[string]*readReq),
+		rounds:  make(map[string]*confirmRound),
 		ms:      raft.NewMemoryStorage(),
 		snapDir: filepath.Join(cfg.Dir, "snap"),
 	}
+	n.confirmedc = make(chan struct{})
+	n.confirmc = make(chan time.Time)
 	var nb [8]byte
 	if _, err := rand.Read(nb[:]); err != nil {
 		return nil, fmt.Errorf("raftnode: nonce: %w", err)
@@ -406,6 +456,11 @@ func (n *Node) run() {
 		select {
 		case <-n.stopc:
 			return
+		case after := <-n.confirmc:
+			n.wantConfirm(after)
+		case <-n.confirmDue:
+			n.confirmDue = nil
+			n.startConfirm()
 		case <-ticker.C:
 			n.rn.Tick()
 			n.ticks++
@@ -442,6 +497,9 @@ func (n *Node) propose(p propReq) error {
 	if st.RaftState != raft.StateLeader {
 		return &NotLeaderError{Leader: st.Lead}
 	}
+	if p.term != 0 && p.term != st.Term {
+		return &NotLeaderError{Leader: st.Lead} // a leader of another term, with other knowledge
+	}
 	var err error
 	if p.cc != nil {
 		if n.applied < n.pendingConf {
@@ -457,6 +515,87 @@ func (n *Node) propose(p propReq) error {
 		return &NotLeaderError{Leader: n.rn.BasicStatus().Lead}
 	}
 	return err
+}
+
+// wantConfirm sees that a confirmation round started at or after after will run, if this
+// member leads: one in flight may cover it; else one starts now, or ConfirmGap after the last
+// one started.
+func (n *Node) wantConfirm(after time.Time) {
+	st := n.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		return
+	}
+	for _, r := range n.rounds {
+		if r.term == st.Term && !r.start.Before(after) {
+			return
+		}
+	}
+	if n.confirmDue != nil {
+		return // it starts later than after, which is past
+	}
+	if wait := n.cfg.ConfirmGap - time.Since(n.lastRound); wait > 0 {
+		n.confirmDue = time.After(wait)
+		return
+	}
+	n.startConfirm()
+}
+
+// startConfirm starts a confirmation round if this member leads and fewer than
+// maxConfirmRounds are in flight. The start time is read before the round's heartbeats can
+// leave (they go out with the next Ready).
+func (n *Node) startConfirm() {
+	st := n.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		clear(n.rounds)
+		return
+	}
+	waiting := 0
+	for ctx, r := range n.rounds {
+		switch {
+		case r.term != st.Term:
+			delete(n.rounds, ctx) // raft dropped it with the term
+		case r.index == 0:
+			waiting++
+		}
+	}
+	if waiting >= maxConfirmRounds {
+		return
+	}
+	rctx := make([]byte, 17)
+	rctx[0] = 'c' // never equal to a read's 16-byte context
+	binary.LittleEndian.PutUint64(rctx[1:9], n.nonce)
+	binary.LittleEndian.PutUint64(rctx[9:], n.seq.Add(1))
+	n.lastRound = time.Now()
+	n.rounds[string(rctx)] = &confirmRound{term: st.Term, start: n.lastRound}
+	n.rn.ReadIndex(rctx)
+}
+
+// confirmRounds records the rounds a quorum answered whose read index is applied, if this
+// member still leads at their term.
+func (n *Node) confirmRounds() {
+	st := n.rn.BasicStatus()
+	var best *confirmRound
+	for ctx, r := range n.rounds {
+		if r.index == 0 || r.index > n.applied {
+			continue
+		}
+		delete(n.rounds, ctx)
+		if st.RaftState == raft.StateLeader && r.term == st.Term && (best == nil || r.start.After(best.start)) {
+			best = r
+		}
+	}
+	if best == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if best.term < n.confirmed.Term || best.term == n.confirmed.Term && !best.start.After(n.confirmed.Start) {
+		return
+	}
+	n.confirmed = Confirmation{Term: best.term, Start: best.start}
+	close(n.confirmedc)
+	n.confirmedc = make(chan struct{})
+	n.confirmc = make(chan time.Time)
 }
 
 func (n *Node) startRead(r *readReq) {
@@ -538,6 +677,10 @@ func (n *Node) handleReady() error {
 		}
 	}
 	for _, rs := range rd.ReadStates {
+		if r, ok := n.rounds[string(rs.RequestCtx)]; ok {
+			r.index = max(rs.Index, 1)
+			continue
+		}
 		if r, ok := n.reads[string(rs.RequestCtx)]; ok {
 			delete(n.reads, string(rs.RequestCtx))
 			r.index = max(rs.Index, 1)
@@ -545,6 +688,7 @@ func (n *Node) handleReady() error {
 		}
 	}
 	n.releaseReads()
+	n.confirmRounds()
 	if err := n.maybeSnapshot(); err != nil {
 		return err
 	}
@@ -770,6 +914,14 @@ func (n *Node) Propose(ctx context.Context, data []byte) ([]byte, error) {
 	return n.submit(ctx, propReq{data: append(env, data...)}, seq, ch)
 }
 
+// ProposeAt is Propose, refused (ErrNotLeader) unless the member leads at term when the entry
+// is appended: a decision made by the leader of one term is not proposed by the leader of
+// another, which may know what the first did not.
+func (n *Node) ProposeAt(ctx context.Context, term uint64, data []byte) ([]byte, error) {
+	env, seq, ch := n.envelope()
+	return n.submit(ctx, propReq{data: append(env, data...), term: term}, seq, ch)
+}
+
 // AddMember adds a voter through a raft conf change and returns once it is applied here. Start
 // the new member with Join afterwards (or before: it waits for the leader).
 func (n *Node) AddMember(ctx context.Context, id uint64) error {
@@ -825,6 +977,55 @@ func (n *Node) ReadIndex(ctx context.Context) error {
 		return ctx.Err()
 	case <-n.done:
 		return n.stoppedErr()
+	}
+}
+
+// Confirmed returns the newest confirmation of this member's leadership (zero when it has
+// never been confirmed). It may be of an earlier term than the member's current one: compare
+// Term.
+func (n *Node) Confirmed() Confirmation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.confirmed
+}
+
+// Confirm asks for a proof of this member's leadership started at or after after (after no
+// later than now), and waits for it: it returns the newest confirmation once it is of a later
+// term than term, or of term and started at or after after; when ctx ends first, the newest
+// with ctx's error. A round is started for it unless one in flight covers it, no sooner than
+// ConfirmGap after the last; a member that does not lead starts none.
+func (n *Node) Confirm(ctx context.Context, term uint64, after time.Time) (Confirmation, error) {
+	if c := n.Confirmed(); c.Term > term || c.Term == term && !c.Start.Before(after) {
+		return c, nil
+	}
+	select {
+	case n.confirmc <- after:
+	case <-ctx.Done():
+		return n.Confirmed(), ctx.Err()
+	case <-n.done:
+		return n.Confirmed(), n.stoppedErr()
+	}
+	return n.waitConfirmed(ctx, term, after)
+}
+
+// waitConfirmed waits until the newest confirmation is of a later term than term, or of term
+// and started at or after after, and returns it; when ctx ends first, it returns the newest
+// with ctx's error.
+func (n *Node) waitConfirmed(ctx context.Context, term uint64, after time.Time) (Confirmation, error) {
+	for {
+		n.mu.Lock()
+		c, ch := n.confirmed, n.confirmedc
+		n.mu.Unlock()
+		if c.Term > term || c.Term == term && !c.Start.Before(after) {
+			return c, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-n.done:
+			return c, n.stoppedErr()
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ func run(args []string) int {
 	peers := fs.String("peers", "", "the founding members, id=name@peer-address@client-address,...; this member among them (ignored once the group exists)")
 	join := fs.Bool("join", false, "this member was added with `lavikctl meta add` and starts with an empty log")
 	hb := fs.Duration("heartbeat", failover.DefaultConfig.HeartbeatInterval, "how often data nodes heartbeat")
-	lease := fs.Duration("lease", failover.DefaultConfig.Lease, "how long a primary may take writes after a heartbeat is answered; a failover takes about this plus a heartbeat; too short and pauses of the primary cost failovers")
+	lease := fs.Duration("lease", failover.DefaultConfig.Lease, "how long a primary may take writes after a heartbeat is answered; the same on every member (a new leader waits out its own); a failover takes about this; too short and pauses of the primary cost failovers")
 	failAfter := fs.Duration("fail-after", failover.DefaultConfig.FailAfter, "how long a primary may miss heartbeats before it is replaced (once its lease is over)")
 	tick := fs.Duration("raft-tick", 100*time.Millisecond, "raft's tick; the election timeout is 10 ticks")
 	if err := fs.Parse(args); err != nil {
